@@ -1,0 +1,37 @@
+# The one entry point for checks. `make test` works on a fresh machine: it creates the
+# virtual environment, installs the project with its test dependencies and runs every check.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: test venv lint typecheck pytest schemas bench clean
+
+test: venv lint typecheck pytest
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+venv: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+
+lint:
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck:
+	$(BIN)/mypy
+
+# pytest exits 5 when it collects no tests; that is a failure here too, never a silent pass.
+pytest:
+	$(BIN)/python -m pytest -W error
+
+schemas: venv
+	$(BIN)/handrail schemas
+
+bench: venv
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/asks_validation.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
