@@ -52,10 +52,13 @@ def _valid_fixture_paths() -> list[Path]:
 #: The valid fixtures by name: ``{kind, input, simple}``.
 FIXTURES = {path.stem: json.loads(path.read_text("utf-8")) for path in _valid_fixture_paths()}
 
-SKIP: dict[str, Any] = {"id": "skip", "label": "Skip", "style": "cancel"}
-SKIP["response"] = {"action": "decline"}
-CANCEL: dict[str, Any] = {"id": "cancel", "label": "Cancel", "style": "cancel"}
-CANCEL["response"] = {"action": "decline"}
+
+def decline_button(button_id: str, label: str) -> dict[str, Any]:
+    return {"id": button_id, "label": label, "style": "cancel", "response": {"action": "decline"}}
+
+
+SKIP = decline_button("skip", "Skip")
+CANCEL = decline_button("cancel", "Cancel")
 APPROVE = {"action": "accept", "content": {"confirmed": True}}
 DENY = {"action": "accept", "content": {"confirmed": False}}
 
@@ -119,7 +122,9 @@ def use_default(label: str, selected: list[str]) -> dict[str, Any]:
     }
 
 
-def choice_card(buttons: list[dict[str, Any]], *, handoff: bool, text: str = "Pick one.") -> Any:
+def choice_card(
+    buttons: list[dict[str, Any]], *, handoff: bool, text: str = "Pick one."
+) -> dict[str, Any]:
     return {
         "toolCallId": "call_1",
         "kind": "choice",
@@ -151,109 +156,92 @@ def test_fixture_buttons_send_valid_answers(name: str) -> None:
 # --- choice, select "one", at most 3 options -----------------------------------------------
 
 
+def one(*options: str | tuple[str, str], **extra: Any) -> dict[str, Any]:
+    """A ``select: "one"`` ask. An option is ``(id, label)``, or a label whose id is its lower
+    case words joined with dashes."""
+    return {"prompt": "Pick one.", "select": "one", "options": _options(options), **extra}
+
+
+def many(*options: str | tuple[str, str], **extra: Any) -> dict[str, Any]:
+    """A ``select: "many"`` ask, with options as in `one`."""
+    return {"prompt": "Pick some.", "select": "many", "options": _options(options), **extra}
+
+
+def _options(options: tuple[str | tuple[str, str], ...]) -> list[dict[str, str]]:
+    return [
+        option(*item) if isinstance(item, tuple) else option("-".join(item.lower().split()), item)
+        for item in options
+    ]
+
+
 def test_choice_one_default_first_as_primary_then_option_order() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("a", "Alpha"), option("b", "Bravo"), option("c", "Charlie")],
-        "default": ["c"],
-    }
+    ask = one("Alpha", "Bravo", "Charlie", default=["charlie"])
     assert card_of("choice", ask) == choice_card(
         [
-            option_button("c", "Charlie", "primary"),
-            option_button("a", "Alpha"),
-            option_button("b", "Bravo"),
+            option_button("charlie", "Charlie", "primary"),
+            option_button("alpha", "Alpha"),
+            option_button("bravo", "Bravo"),
         ],
         handoff=False,
     )
 
 
 def test_choice_one_without_default_keeps_option_order_and_adds_skip() -> None:
-    ask = {"prompt": "Pick one.", "select": "one", "options": [option("b", "B"), option("a", "A")]}
-    assert card_of("choice", ask) == choice_card(
-        [option_button("b", "B"), option_button("a", "A"), SKIP], handoff=False
+    assert card_of("choice", one("Bravo", "Alpha")) == choice_card(
+        [option_button("bravo", "Bravo"), option_button("alpha", "Alpha"), SKIP], handoff=False
     )
 
 
-def test_choice_one_two_options_with_default_adds_skip() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("b", "B"), option("a", "A")],
-        "default": ["a"],
-        "allowDecline": True,
-    }
+def test_choice_one_two_options_with_default_and_decline_allowed_adds_skip() -> None:
+    ask = one("Bravo", "Alpha", default=["alpha"], allowDecline=True)
     assert card_of("choice", ask) == choice_card(
-        [option_button("a", "A", "primary"), option_button("b", "B"), SKIP], handoff=False
+        [option_button("alpha", "Alpha", "primary"), option_button("bravo", "Bravo"), SKIP],
+        handoff=False,
     )
 
 
 def test_choice_one_three_options_leave_no_room_for_skip_and_do_not_hand_off() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("a", "A"), option("b", "B"), option("c", "C")],
-    }
-    assert card_of("choice", ask) == choice_card(
+    assert card_of("choice", one("A", "B", "C")) == choice_card(
         [option_button("a", "A"), option_button("b", "B"), option_button("c", "C")],
         handoff=False,
     )
 
 
 def test_choice_one_no_skip_when_decline_is_not_allowed() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("a", "A"), option("b", "B")],
-        "allowDecline": False,
-    }
-    assert card_of("choice", ask) == choice_card(
+    assert card_of("choice", one("A", "B", allowDecline=False)) == choice_card(
         [option_button("a", "A"), option_button("b", "B")], handoff=False
     )
 
 
 def test_choice_one_labels_lose_spaces_at_either_end() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("go", " Go "), option("stop", "\u00a0Stop\t")],
-    }
-    assert card_of("choice", ask) == choice_card(
+    assert card_of("choice", one(("go", " Go "), ("stop", "\u00a0Stop\t"))) == choice_card(
         [option_button("go", "Go"), option_button("stop", "Stop"), SKIP], handoff=False
     )
 
 
 # --- choice, select "one", more than 3 options ---------------------------------------------
 
-FOUR_OPTIONS = [
-    option("a", "Alpha"),
-    option("b", "Bravo"),
-    option("c", "Charlie"),
-    option("d", "D"),
-]
+FOUR = ("Alpha", "Bravo", "Charlie", "Delta")
 
 
 def test_choice_one_many_options_with_default_offers_use_default_and_skip() -> None:
-    ask = {"prompt": "Pick one.", "select": "one", "options": FOUR_OPTIONS, "default": ["c"]}
-    assert card_of("choice", ask) == choice_card(
-        [use_default('Use "Charlie"', ["c"]), SKIP], handoff=True
+    assert card_of("choice", one(*FOUR, default=["charlie"])) == choice_card(
+        [use_default('Use "Charlie"', ["charlie"]), SKIP], handoff=True
     )
 
 
 def test_choice_one_many_options_without_default_offers_only_skip() -> None:
-    ask = {"prompt": "Pick one.", "select": "one", "options": FOUR_OPTIONS}
-    assert card_of("choice", ask) == choice_card([SKIP], handoff=True)
+    assert card_of("choice", one(*FOUR)) == choice_card([SKIP], handoff=True)
+
+
+def test_choice_one_many_options_without_default_or_decline_has_no_buttons() -> None:
+    assert card_of("choice", one(*FOUR, allowDecline=False)) == choice_card([], handoff=True)
 
 
 def test_choice_one_many_options_with_default_and_no_decline() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": FOUR_OPTIONS,
-        "default": ["a"],
-        "allowDecline": False,
-    }
-    assert card_of("choice", ask) == choice_card([use_default('Use "Alpha"', ["a"])], handoff=True)
+    assert card_of("choice", one(*FOUR, default=["alpha"], allowDecline=False)) == choice_card(
+        [use_default('Use "Alpha"', ["alpha"])], handoff=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -268,12 +256,7 @@ def test_choice_one_many_options_with_default_and_no_decline() -> None:
     ],
 )
 def test_choice_one_use_default_label_cut_to_14(label: str, shown: str) -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [*FOUR_OPTIONS, option("x", label)],
-        "default": ["x"],
-    }
+    ask = one(*FOUR, ("x", label), default=["x"])
     assert card_of("choice", ask) == choice_card([use_default(shown, ["x"]), SKIP], handoff=True)
 
 
@@ -281,69 +264,46 @@ def test_choice_one_use_default_label_cut_to_14(label: str, shown: str) -> None:
 
 
 def test_choice_one_labels_equal_after_cut_give_only_skip() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [
-            option("m", "Weekly summary email for managers"),
-            option("e", "Weekly summary email for engineers"),
-        ],
-        "default": ["m"],
-    }
+    ask = one(
+        ("managers", "Weekly summary email for managers"),
+        ("engineers", "Weekly summary email for engineers"),
+        default=["managers"],
+    )
+    # Cut to 20, both show as "Weekly summary…".
     assert card_of("choice", ask) == choice_card([SKIP], handoff=True)
 
 
 def test_choice_one_labels_equal_after_trim_give_only_skip() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("a", "Go "), option("b", "Go")],
-    }
+    ask = one(("a", "Go "), ("b", "Go"))
     assert card_of("choice", ask) == choice_card([SKIP], handoff=True)
 
 
 def test_choice_one_labels_collide_without_decline_give_no_buttons() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [
-            option("x", "Same label after the cut: one"),
-            option("y", "Same label after the cut: two"),
-            option("z", "Other"),
-        ],
-        "allowDecline": False,
-    }
-    assert card_of("choice", ask) == choice_card([], handoff=True)
+    ask = one(("one", "Same label after the cut: one"), ("two", "Same label after the cut: two"))
+    assert card_of("choice", {**ask, "allowDecline": False}) == choice_card([], handoff=True)
 
 
 def test_choice_one_use_default_left_out_when_its_label_names_another_option() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [
-            option("managers", "Weekly summary email for managers"),
-            option("engineers", "Weekly summary email for engineers"),
-            option("sales", "Sales digest"),
-            option("support", "Support digest"),
-        ],
-        "default": ["managers"],
-    }
+    ask = one(
+        ("managers", "Weekly summary email for managers"),
+        ("engineers", "Weekly summary email for engineers"),
+        "Sales",
+        "Retail",
+        default=["managers"],
+    )
+    # Cut to 14, both weekly summaries show as "Weekly summar…".
     assert card_of("choice", ask) == choice_card([SKIP], handoff=True)
 
 
 def test_choice_one_use_default_kept_when_labels_differ_within_14() -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [
-            option("weekly", "Weekly summary for managers"),
-            option("monthly", "Monthly summary for managers"),
-            option("sales", "Sales digest"),
-            option("support", "Support digest"),
-        ],
-        "default": ["monthly"],
-    }
-    # Cut to 14, the labels are "Monthly…" and "Weekly summar…": a tap is unambiguous.
+    ask = one(
+        ("weekly", "Weekly summary for managers"),
+        ("monthly", "Monthly summary for managers"),
+        "Sales",
+        "Retail",
+        default=["monthly"],
+    )
+    # Cut to 14, the labels are "Weekly summar…" and "Monthly…": a tap is unambiguous.
     assert card_of("choice", ask) == choice_card(
         [use_default('Use "Monthly…"', ["monthly"]), SKIP], handoff=True
     )
@@ -353,69 +313,35 @@ def test_choice_one_use_default_kept_when_labels_differ_within_14() -> None:
 
 
 def test_choice_many_default_meeting_min_selected_offers_use_suggested() -> None:
-    ask = {
-        "prompt": "Pick some.",
-        "select": "many",
-        "options": [option("a", "A"), option("b", "B"), option("c", "C")],
-        "default": ["c", "a"],
-        "minSelected": 2,
-    }
+    ask = many("A", "B", "C", default=["c", "a"], minSelected=2)
     assert card_of("choice", ask) == choice_card(
         [use_default("Use suggested", ["c", "a"]), SKIP], handoff=True, text="Pick some."
     )
 
 
 def test_choice_many_default_below_min_selected_offers_only_skip() -> None:
-    ask = {
-        "prompt": "Pick some.",
-        "select": "many",
-        "options": [option("a", "A"), option("b", "B"), option("c", "C")],
-        "default": ["a"],
-        "minSelected": 2,
-    }
+    ask = many("A", "B", "C", default=["a"], minSelected=2)
     assert card_of("choice", ask) == choice_card([SKIP], handoff=True, text="Pick some.")
 
 
 def test_choice_many_without_default_offers_only_skip_even_with_two_options() -> None:
-    ask = {
-        "prompt": "Pick some.",
-        "select": "many",
-        "options": [option("a", "A"), option("b", "B")],
-    }
-    assert card_of("choice", ask) == choice_card([SKIP], handoff=True, text="Pick some.")
+    assert card_of("choice", many("A", "B")) == choice_card([SKIP], handoff=True, text="Pick some.")
 
 
 def test_choice_many_empty_default_with_min_zero_offers_only_skip() -> None:
-    ask = {
-        "prompt": "Pick some.",
-        "select": "many",
-        "options": [option("a", "A"), option("b", "B")],
-        "default": [],
-        "minSelected": 0,
-    }
+    ask = many("A", "B", default=[], minSelected=0)
     assert card_of("choice", ask) == choice_card([SKIP], handoff=True, text="Pick some.")
 
 
 def test_choice_many_default_without_decline() -> None:
-    ask = {
-        "prompt": "Pick some.",
-        "select": "many",
-        "options": [option("a", "A"), option("b", "B"), option("c", "C"), option("d", "D")],
-        "default": ["b"],
-        "allowDecline": False,
-    }
+    ask = many(*FOUR, default=["bravo"], allowDecline=False)
     assert card_of("choice", ask) == choice_card(
-        [use_default("Use suggested", ["b"])], handoff=True, text="Pick some."
+        [use_default("Use suggested", ["bravo"])], handoff=True, text="Pick some."
     )
 
 
 def test_card_does_not_share_lists_with_the_ask() -> None:
-    ask = {
-        "prompt": "Pick some.",
-        "select": "many",
-        "options": [option("a", "A"), option("b", "B")],
-        "default": ["a"],
-    }
+    ask = many("A", "B", default=["a"])
     card = card_of("choice", ask)
     card["buttons"][0]["response"]["content"]["selected"].append("b")
     assert ask["default"] == ["a"]
@@ -587,6 +513,25 @@ def test_form_required_field_without_default_offers_only_cancel() -> None:
     assert card_of("form", ask) == form_card(CANCEL)
 
 
+def test_form_required_field_with_an_empty_default_offers_only_cancel() -> None:
+    # An empty list does not answer a required field, so the defaults are not a valid answer.
+    ask = {
+        "prompt": "A few details.",
+        "fields": [
+            {
+                "id": "tags",
+                "type": "multiselect",
+                "label": "Tags",
+                "required": True,
+                "options": [option("a", "A"), option("b", "B")],
+                "default": [],
+            },
+            {"id": "seats", "type": "number", "label": "Seats", "default": 3},
+        ],
+    }
+    assert card_of("form", ask) == form_card(CANCEL)
+
+
 def test_form_without_any_default_offers_only_cancel() -> None:
     ask = {
         "prompt": "A few details.",
@@ -682,20 +627,42 @@ def test_title_cut_to_40_and_text_cut_to_140_on_word_boundaries() -> None:
     }
 
 
-def test_title_and_text_at_their_limits_are_not_cut() -> None:
-    ask = {"title": "t" * 40, "prompt": "p" * 140, "accept": ["pdf"]}
-    card = card_of("files", ask)
-    assert (card["title"], card["text"]) == ("t" * 40, "p" * 140)
-
-
-def test_title_and_text_without_spaces_cut_mid_word() -> None:
-    ask = {"title": "t" * 41, "prompt": "p" * 141, "accept": ["pdf"]}
-    card = card_of("files", ask)
-    assert (card["title"], card["text"]) == ("t" * 39 + "…", "p" * 139 + "…")
+@pytest.mark.parametrize(
+    ("title", "prompt", "shown_title", "shown_text"),
+    [
+        pytest.param("t" * 40, "p" * 140, "t" * 40, "p" * 140, id="at-the-limits"),
+        pytest.param("t" * 41, "p" * 141, "t" * 39 + "…", "p" * 139 + "…", id="no-boundary"),
+        pytest.param(
+            "Team 🇫🇷" + "🇩🇪" * 9,
+            "Hi 👨‍👩‍👧‍👦" * 12,
+            "Team 🇫🇷" + "🇩🇪" * 7 + "…",
+            "Hi 👨‍👩‍👧‍👦" * 9 + "Hi…",
+            id="emoji",
+        ),
+    ],
+)
+def test_title_cut_to_40_and_text_cut_to_140(
+    title: str, prompt: str, shown_title: str, shown_text: str
+) -> None:
+    ask = {"title": title, "prompt": prompt, "accept": ["pdf"]}
+    assert card_of("files", ask) == {
+        "toolCallId": "call_1",
+        "kind": "files",
+        "title": shown_title,
+        "text": shown_text,
+        "buttons": [SKIP],
+        "handoff": True,
+    }
 
 
 def test_title_is_left_out_when_the_ask_has_none() -> None:
-    assert "title" not in card_of("files", {"prompt": "Upload.", "accept": ["pdf"]})
+    assert card_of("files", {"prompt": "Upload.", "accept": ["pdf"]}) == {
+        "toolCallId": "call_1",
+        "kind": "files",
+        "text": "Upload.",
+        "buttons": [SKIP],
+        "handoff": True,
+    }
 
 
 @pytest.mark.parametrize(
@@ -713,12 +680,7 @@ def test_title_is_left_out_when_the_ask_has_none() -> None:
     ],
 )
 def test_option_label_cut_to_20_utf16_units(label: str, shown: str) -> None:
-    ask = {
-        "prompt": "Pick one.",
-        "select": "one",
-        "options": [option("a", label), option("b", "B")],
-    }
-    assert card_of("choice", ask) == choice_card(
+    assert card_of("choice", one(("a", label), "B")) == choice_card(
         [option_button("a", shown), option_button("b", "B"), SKIP], handoff=False
     )
 
@@ -773,12 +735,29 @@ def test_unknown_button_on_a_card_without_buttons() -> None:
     )
 
 
-@pytest.mark.parametrize("button_id", [None, 1, ["approve"], {"id": "approve"}, "", "APPROVE"])
-def test_button_ids_that_are_not_on_the_card(button_id: Any) -> None:
+@pytest.mark.parametrize(
+    ("button_id", "shown"),
+    [
+        (None, "null"),
+        (1, "1"),
+        (["approve"], "a list"),
+        ({"id": "approve"}, "an object"),
+        ("", '""'),
+        ("APPROVE", '"APPROVE"'),
+        ("x" * 100, '"' + "x" * 39 + '…"'),
+    ],
+)
+def test_button_ids_that_are_not_on_the_card(button_id: Any, shown: str) -> None:
+    error = AskValidationError(
+        path="buttonId",
+        code="UNKNOWN_BUTTON",
+        message=f"Button {shown} is not on the pending ask's simple card.",
+        fix='Press one of the card\'s buttons: "approve", "deny".',
+    )
     with pytest.raises(UnknownButtonError) as raised:
         resolve_button_answer(CONFIRM_CARD, button_id)
-    assert raised.value.error == unknown_button_error(CONFIRM_CARD, button_id)
-    assert raised.value.error.fix == 'Press one of the card\'s buttons: "approve", "deny".'
+    assert raised.value.error == error
+    assert unknown_button_error(CONFIRM_CARD, button_id) == error
 
 
 def test_unknown_button_error_lists_option_buttons_in_card_order() -> None:

@@ -264,7 +264,7 @@ def _file_ref(errors: Errors, ref: Any, path: str, allowed: list[str], cap: int)
         file_id = ref["fileId"]
         if not isinstance(file_id, str):
             wrong_type(errors, join_path(path, "fileId"), file_id, "a string")
-        elif _FILE_ID.match(file_id) is None:
+        elif _FILE_ID.fullmatch(file_id) is None:
             add(
                 errors,
                 join_path(path, "fileId"),

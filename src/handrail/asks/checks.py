@@ -101,7 +101,9 @@ def check_texts(
     """Check several text fields of one object; the valid ones cost one cheap test each."""
     get = obj.get
     for key, max_length, required, what in specs:
-        value = get(key)
+        value = get(key, _ABSENT)
+        if value is _ABSENT and not required:
+            continue
         # is_ok_text, inlined: this loop runs for every ask a model writes.
         if (
             value.__class__ is str

@@ -83,21 +83,21 @@ def _real_date(year: str, month: str, day: str) -> bool:
 
 
 def is_date(value: str) -> bool:
-    match = _DATE.match(value)
+    match = _DATE.fullmatch(value)
     return bool(match) and _real_date(*match.groups())  # type: ignore[union-attr]
 
 
 def is_time(value: str) -> bool:
-    return _TIME.match(value) is not None
+    return _TIME.fullmatch(value) is not None
 
 
 def is_datetime(value: str) -> bool:
-    match = _DATETIME.match(value)
+    match = _DATETIME.fullmatch(value)
     return match is not None and _real_date(match[1], match[2], match[3])
 
 
 def is_email(value: str) -> bool:
-    return value.isascii() and _EMAIL.match(value) is not None
+    return value.isascii() and _EMAIL.fullmatch(value) is not None
 
 
 def is_http_url(value: str) -> bool:
@@ -111,7 +111,7 @@ def is_http_url(value: str) -> bool:
 
 
 def is_phone(value: str) -> bool:
-    if not value.isascii() or _PHONE.match(value) is None or "+" in value[1:]:
+    if not value.isascii() or _PHONE.fullmatch(value) is None or "+" in value[1:]:
         return False
     digits = sum(c.isdigit() for c in value)
     return PHONE_DIGITS_MIN <= digits <= PHONE_DIGITS_MAX

@@ -104,7 +104,7 @@ def _shared(errors: Errors, ask: dict[str, Any]) -> None:
 
 def _check_id(errors: Errors, obj: dict[str, Any], path: str, noun: str) -> str | None:
     value = obj.get("id")
-    if value.__class__ is str and _OPTION_ID.match(value) is not None:
+    if value.__class__ is str and _OPTION_ID.fullmatch(value) is not None:
         return value
     id_path = join_path(path, "id")
     if "id" not in obj:
@@ -156,7 +156,7 @@ def _check_options(
             if (
                 option_id.__class__ is str
                 and option_id not in seen
-                and _OPTION_ID.match(option_id) is not None
+                and _OPTION_ID.fullmatch(option_id) is not None
             ):
                 seen.add(option_id)
                 continue
@@ -204,13 +204,19 @@ def _check_options(
 
 
 def _choice(errors: Errors, ask: dict[str, Any], compact: bool) -> None:
-    unknown_keys(errors, ask, COMPACT_CHOICE_KEYS if compact else CHOICE_KEYS, "")
+    # Each check below is guarded by its cheap valid case: a model's ask is usually valid,
+    # and this runs for every one (see bench/asks_validation.py).
+    keys = COMPACT_CHOICE_KEYS if compact else CHOICE_KEYS
+    if not keys.issuperset(ask):
+        unknown_keys(errors, ask, keys, "")
     if compact:
         # The "many" keys are not defined on the compact surface: UNKNOWN_KEY says it all.
         ask = {key: value for key, value in ask.items() if key in COMPACT_CHOICE_KEYS}
     check_texts(errors, ask, _CHOICE_TEXTS, "")
     check_bools(errors, ask, ("allowDecline", "allowOther"), "")
-    select = check_enum(errors, ask, "select", "", CHOICE_SELECT_MODES, required=True)
+    select = ask.get("select")
+    if select not in CHOICE_SELECT_MODES:
+        select = check_enum(errors, ask, "select", "", CHOICE_SELECT_MODES, required=True)
     if compact and select == "many":
         add(
             errors,
@@ -220,19 +226,21 @@ def _choice(errors: Errors, ask: dict[str, Any], compact: bool) -> None:
             'Use select "one" with at most three short options.',
         )
         select = None
-    options = check_list(
-        errors, ask, "options", "", required=True, what=f"{OPTIONS_MIN} to {OPTIONS_MAX} options"
-    )
+    options = ask.get("options")
+    if options.__class__ is not list:
+        options = check_list(
+            errors,
+            ask,
+            "options",
+            "",
+            required=True,
+            what=f"{OPTIONS_MIN} to {OPTIONS_MAX} options",
+        )
     ids: set[str] | None = None
     if options is not None:
-        list_size(
-            errors,
-            "options",
-            options,
-            OPTIONS_MIN,
-            CARD_BUTTONS_MAX if compact else OPTIONS_MAX,
-            "options",
-        )
+        most = CARD_BUTTONS_MAX if compact else OPTIONS_MAX
+        if not OPTIONS_MIN <= len(options) <= most:
+            list_size(errors, "options", options, OPTIONS_MIN, most, "options")
         ids = _check_options(
             errors,
             options,
@@ -299,7 +307,9 @@ def _choice(errors: Errors, ask: dict[str, Any], compact: bool) -> None:
             )
     else:
         low = high = None
-    default = check_list(errors, ask, "default", "", required=False, what="")
+    default = ask.get("default")
+    if default.__class__ is not list:
+        default = check_list(errors, ask, "default", "", required=False, what="")
     if default is not None:
         _check_choice_default(errors, default, ids, select, high)
 
@@ -310,12 +320,17 @@ def _check_choice_default(
     if len(default) > OPTIONS_MAX:
         list_size(errors, "default", default, 0, OPTIONS_MAX, "ids")
         return
-    try:
-        clean = (
-            known is not None and known.issuperset(default) and len(set(default)) == len(default)
-        )
-    except TypeError:  # an unhashable item, which the loop below names
-        clean = False
+    if len(default) == 1 and known is not None and default[0].__class__ is str:
+        clean = default[0] in known
+    else:
+        try:
+            clean = (
+                known is not None
+                and known.issuperset(default)
+                and len(set(default)) == len(default)
+            )
+        except TypeError:  # an unhashable item, which the loop below names
+            clean = False
     if not clean:
         _check_default_ids(errors, default, known)
     if select == "one" and len(default) > 1:

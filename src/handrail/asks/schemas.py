@@ -358,7 +358,7 @@ def _choice_input(*, compact: bool) -> JsonSchema:
         properties,
         required=("prompt", "select", "options"),
         description=(
-            "Ask the user to pick from up to three short options on a small screen."
+            f"Ask the user to pick one of up to {CARD_BUTTONS_MAX} short options on a small screen."
             if compact
             else "Ask the user to pick one or several options from a list."
         ),
@@ -701,12 +701,11 @@ def _simple_card_button() -> JsonSchema:
             "label": _string(
                 f"What the button shows, at most {CARD_LABEL_MAX} characters.",
                 min_length=1,
-                max_length=CARD_LABEL_MAX + 1,
+                max_length=CARD_LABEL_MAX,
             ),
             "style": _enum(
                 SIMPLE_CARD_BUTTON_STYLES,
-                "How the button looks. A destructive button is never the first "
-                "non-destructive one.",
+                "How the button looks. The primary answer comes first and cancel last.",
             ),
             "response": _ask_response(),
         },
@@ -732,7 +731,7 @@ def _simple_card_properties() -> dict[str, JsonSchema]:
         "buttons": _array(
             _simple_card_button(),
             max_items=CARD_BUTTONS_MAX,
-            description=f"0-{CARD_BUTTONS_MAX} buttons, primary answer first and cancel last.",
+            description=f"0-{CARD_BUTTONS_MAX} buttons, each sending its own answer.",
         ),
         "handoff": _boolean(
             "true when the buttons cannot show every option the ask offers, so the user needs "

@@ -92,9 +92,13 @@ def cut_text(text: str, max_length: int) -> str:
         kept.append(cluster)
         used += size
     head = "".join(kept)
-    boundary = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
-    if boundary > 0 and boundary >= len(head) / 2:
-        head = head[:boundary]
+    # A cut right before a space already falls on a word boundary; otherwise step back to the
+    # last space when that keeps at least half of the room (measured, like all limits, in
+    # UTF-16 code units).
+    if text[len(head)] not in JS_WHITESPACE:
+        boundary = max(head.rfind(space) for space in JS_WHITESPACE)
+        if boundary > 0 and utf16_len(head[:boundary]) >= max_length // 2:
+            head = head[:boundary]
     return head.rstrip(JS_WHITESPACE) + ELLIPSIS
 
 

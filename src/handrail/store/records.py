@@ -1,0 +1,102 @@
+"""The records the store reads and writes, and the one change a history accepts.
+
+Every change to a history goes through `HistoryChange`, applied with a compare-and-set on the
+history's ``(id, version)``: the rows it appends, the ask statuses it sets, the answer rows it
+removes (an undo), the ``pendingAsk`` and the title it writes all land in one transaction, or
+none of them do and the caller gets `handrail.errors.Conflict`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final, Literal
+
+AskStatus = Literal["pending", "answered", "cancelled"]
+
+
+class _Unset(Enum):
+    UNSET = "UNSET"
+
+
+#: "Leave this as it is" in a `HistoryChange`.
+UNSET: Final = _Unset.UNSET
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class History:
+    """A conversation. `pending_ask` is the full stored ask (with ``promptIndex`` and
+    ``responseMessages``), or None. `version` grows by one with every change."""
+
+    id: str
+    owner_id: str
+    agent: str
+    title: str | None
+    pending_ask: dict[str, Any] | None
+    version: int
+    created: dt.datetime
+    updated: dt.datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredRow:
+    """One row of a history, in order. `data` is the row's JSON as the spec's "Stored state"
+    describes it (``type``, ``toolName``, ``toolCallId``, ``args``, ``result``, ``ask``...), with
+    ``ask.status`` as it is now."""
+
+    seq: int
+    data: dict[str, Any]
+    created: dt.datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HistoryChange:
+    """One atomic change to a history.
+
+    - `append`: new rows, in order, after every row already there.
+    - `ask_status`: ``toolCallId -> status`` for ``tool-call`` rows that carry an ``ask``.
+    - `remove_results`: ``toolCallId``s whose ``tool-result`` rows are removed (undoing an
+      answer).
+    - `pending_ask`: the new ``pendingAsk`` (a dict, or None to clear it); `UNSET` keeps it.
+    - `title`: the new title; `UNSET` keeps it.
+    """
+
+    append: Sequence[dict[str, Any]] = ()
+    ask_status: Mapping[str, AskStatus] = field(default_factory=dict)
+    remove_results: Sequence[str] = ()
+    pending_ask: dict[str, Any] | None | _Unset = UNSET
+    title: str | None | _Unset = UNSET
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FileRecord:
+    """An uploaded file. Its bytes live in the blob store under `blob_key`, never in a row."""
+
+    id: str
+    owner_id: str
+    filename: str
+    mime_type: str
+    size: int
+    blob_key: str
+    created: dt.datetime
+    deleted: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RequestRecord:
+    """One entry of the request log (the spec's ``AIRequest``): what a turn sent and got, and
+    its ask metadata (``ask``, ``nextAsk`` with their phases)."""
+
+    id: str
+    history_id: str
+    owner_id: str
+    request_type: str
+    prompt: str
+    response: str
+    error: str | None
+    metadata: dict[str, Any]
+    model: str
+    created: dt.datetime
+    duration_ms: int
