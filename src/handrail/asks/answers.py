@@ -294,7 +294,7 @@ def _file_ref(errors: Errors, ref: Any, path: str, allowed: list[str], cap: int)
             f"{describe(mime_type)}.",
             "Declare the data URL's media type as mimeType, or send the right file.",
         )
-    if len(parsed.data) > cap:
+    if len(parsed.data) > cap and not any(e.path == size_path for e in errors):
         _too_large(errors, size_path, len(parsed.data), cap)
 
 

@@ -66,8 +66,8 @@ class HistoryChange:
     append: Sequence[dict[str, Any]] = ()
     ask_status: Mapping[str, AskStatus] = field(default_factory=dict)
     remove_results: Sequence[str] = ()
-    pending_ask: dict[str, Any] | None | _Unset = UNSET
-    title: str | None | _Unset = UNSET
+    pending_ask: dict[str, Any] | _Unset | None = UNSET
+    title: str | _Unset | None = UNSET
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

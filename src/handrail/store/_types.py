@@ -1,0 +1,55 @@
+"""Column types that behave the same on SQLite and PostgreSQL.
+
+- `UTCDateTime`: an aware UTC `datetime` in, an aware UTC `datetime` out. PostgreSQL stores it
+  as ``timestamp with time zone``; SQLite stores naive UTC text (fixed width, so it sorts).
+- `JSONData`: ``JSON`` on SQLite, ``JSONB`` on PostgreSQL; Python None is SQL NULL, never JSON
+  ``null``.
+
+Migrations import these by name, so they keep their names and storage forever.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, DateTime
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+__all__ = ["JSONData", "UTCDateTime"]
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC timestamp. Naive datetimes are refused on the way in."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
+        value = value.astimezone(dt.UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(
+        self, value: dt.datetime | None, dialect: Dialect
+    ) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+def _json() -> TypeEngine[Any]:
+    return JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
+
+
+#: JSON on SQLite, JSONB on PostgreSQL.
+JSONData: TypeEngine[Any] = _json()

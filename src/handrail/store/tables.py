@@ -1,0 +1,110 @@
+"""The tables, as SQLAlchemy Core. The migrations in ``migrations/versions`` create exactly
+these (a test compares them); change both together, in a new migration.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
+
+from handrail.store._types import JSONData, UTCDateTime
+
+__all__ = ["files", "histories", "history_rows", "metadata", "requests"]
+
+#: Constraint names are fixed, so migrations can name them on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+ID = 24  # new_id(): 24 lowercase hex characters
+NAME = 255
+
+#: Conversations. `version` grows by one with every change (the compare-and-set key);
+#: `next_seq` is the `seq` the next appended row gets, so a removed row's seq is never reused.
+histories = Table(
+    "histories",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("owner_id", String(NAME), nullable=False),
+    Column("agent", String(NAME), nullable=False),
+    Column("title", Text, nullable=True),
+    Column("pending_ask", JSONData, nullable=True),
+    Column("pending_created", UTCDateTime, nullable=True),
+    Column("version", Integer, nullable=False),
+    Column("next_seq", Integer, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+    Index(None, "owner_id", "deleted_at"),
+    Index(None, "owner_id", "pending_created"),
+)
+
+#: The rows of a history, in `seq` order. `type`, `tool_call_id` and `ask_status` are copied
+#: out of `data` to be queried; `ask_status` is the truth for ``data.ask.status``.
+history_rows = Table(
+    "history_rows",
+    metadata,
+    Column(
+        "history_id",
+        String(ID),
+        ForeignKey("histories.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("seq", Integer, nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("tool_call_id", String(NAME), nullable=True),
+    Column("ask_status", String(16), nullable=True),
+    Column("data", JSONData, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("history_id", "seq"),
+    Index(None, "history_id", "tool_call_id"),
+)
+
+#: Uploaded files. The bytes live in the blob store under `blob_key`, never here.
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("owner_id", String(NAME), nullable=False),
+    Column("filename", Text, nullable=False),
+    Column("mime_type", String(NAME), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("blob_key", String(NAME), nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=True),
+    Index(None, "owner_id"),
+)
+
+#: The request log (the spec's ``AIRequest``).
+requests = Table(
+    "requests",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("history_id", String(ID), nullable=False),
+    Column("owner_id", String(NAME), nullable=False),
+    Column("request_type", String(64), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("response", Text, nullable=False),
+    Column("error", Text, nullable=True),
+    Column("metadata", JSONData, nullable=False),
+    Column("model", String(NAME), nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("duration_ms", Integer, nullable=False),
+    Index(None, "history_id", "created"),
+)
