@@ -9,11 +9,20 @@ from typing import Any
 
 from ..asks import ASK_KINDS, AskKind
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
-from ..errors import ConfigError
+from ..errors import ConfigError, HandrailError
 
 #: Makes the `confirm` input of an approval ask from the tool call's input.
 ApprovalInput = Callable[[dict[str, Any]], dict[str, Any]]
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+class ToolSignal(HandrailError):
+    """A control-flow signal raised by tool code on purpose, apart from misuse errors."""
+
+
+class ToolError(ToolSignal):
+    """Raised by a tool to fail with a message the model sees (``isError``). Name the way
+    forward in it, such as the titles that do exist when a title is wrong."""
 
 
 @dataclass(frozen=True, kw_only=True)

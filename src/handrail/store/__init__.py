@@ -1,0 +1,112 @@
+"""Storage: histories and their rows, uploaded files, the request log.
+
+SQLAlchemy Core over an async engine: a SQLite file (WAL) by default, PostgreSQL for several
+server processes sharing one database. Every change to a history is a compare-and-set on its
+version, applied in one transaction. File bytes live in a `BlobStore`, never in a row.
+
+    store = await Store.open("postgresql://app@db/handrail", blob_dir=Path("/srv/files"))
+    history = await store.histories.create(user_id, agent="demo")
+    ...
+    await store.close()
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import URL
+
+from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
+from handrail.store.db import DEFAULT_URL, Database, async_url
+from handrail.store.files import FileRepo
+from handrail.store.histories import HistoryConflict, HistoryRepo
+from handrail.store.records import (
+    UNSET,
+    AskStatus,
+    FileRecord,
+    History,
+    HistoryChange,
+    RequestRecord,
+    StoredRow,
+)
+from handrail.store.requests import RequestLog
+
+__all__ = [
+    "DEFAULT_URL",
+    "UNSET",
+    "AskStatus",
+    "BlobMissing",
+    "BlobStore",
+    "Database",
+    "FileRecord",
+    "FileRepo",
+    "History",
+    "HistoryChange",
+    "HistoryConflict",
+    "HistoryRepo",
+    "LocalBlobStore",
+    "RequestLog",
+    "RequestRecord",
+    "Store",
+    "StoredRow",
+    "default_blob_dir",
+]
+
+
+def default_blob_dir(url: str | URL | None) -> Path:
+    """Where uploads go when no folder is given: ``<name>-files`` beside a SQLite file,
+    otherwise ``handrail-files`` in the working folder."""
+    parsed = async_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:":
+        path = Path(database)
+        return path.with_name(f"{path.stem}-files")
+    return Path("handrail-files")
+
+
+class Store:
+    """The database and the blob store, with a repository for each record type."""
+
+    def __init__(self, db: Database, blobs: BlobStore) -> None:
+        self.db = db
+        self.blobs = blobs
+        self.histories = HistoryRepo(db)
+        self.files = FileRepo(db, blobs)
+        self.requests = RequestLog(db)
+
+    @classmethod
+    async def open(
+        cls,
+        url: str | URL | None = None,
+        *,
+        blob_dir: Path | None = None,
+        blobs: BlobStore | None = None,
+        synchronous: str = "NORMAL",
+        migrate: bool = True,
+    ) -> Store:
+        """Connect to `url` (default: `DEFAULT_URL`) and bring its schema up to date.
+
+        Uploads go to `blobs` when given, else to a `LocalBlobStore` in `blob_dir` (default:
+        `default_blob_dir`). Several processes sharing a PostgreSQL database need a blob store
+        they all reach. `synchronous` is SQLite's ``PRAGMA synchronous`` (``NORMAL`` or
+        ``FULL``).
+        """
+        if blobs is None:
+            blobs = LocalBlobStore(blob_dir if blob_dir is not None else default_blob_dir(url))
+        db = Database(url, synchronous=synchronous)
+        try:
+            if migrate:
+                await db.migrate()
+        except BaseException:
+            await db.close()
+            raise
+        return cls(db, blobs)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

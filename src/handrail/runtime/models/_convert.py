@@ -1,0 +1,159 @@
+"""Helpers the model adapters share: compact JSON, tool-result text, files, arguments, errors.
+
+Nothing here imports a provider SDK, so the scripted model and ``import handrail.runtime.models``
+stay cheap.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ...asks.files import cut_text_file, file_summary_line, is_text_file_mime_type
+from ..messages import FilePart, ToolResultMessage
+
+INVALID_ARGUMENTS_KEY: Final = "__invalid_json__"
+"""The only key of a tool call's arguments when the model sent arguments that are not a JSON
+object: its value is the raw text the model sent. No tool schema should accept it, so the runtime
+answers the call with a tool error the model can act on (and never runs the tool with it)."""
+
+IMAGE_MIME_TYPES: Final = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+PDF_MIME_TYPE: Final = "application/pdf"
+
+
+def compact_json(value: Any) -> str:
+    """``json.dumps`` with no spaces, keeping non-ASCII characters and the key order."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+
+
+def tool_result_text(message: ToolResultMessage) -> str:
+    """A tool result's content as the model reads it: a string as is, anything else as compact
+    JSON."""
+    content = message.content
+    return content if isinstance(content, str) else compact_json(content)
+
+
+def parse_tool_arguments(raw: str) -> dict[str, Any]:
+    """The arguments of a streamed tool call: ``{}`` for no text, the object the text holds, or
+    ``{INVALID_ARGUMENTS_KEY: raw}`` when the text is not a JSON object."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {INVALID_ARGUMENTS_KEY: raw}
+    if not isinstance(value, dict):
+        return {INVALID_ARGUMENTS_KEY: raw}
+    return value
+
+
+def file_kind(part: FilePart) -> str:
+    """``image``, ``pdf``, ``text``, or ``other`` for a type no adapter can show."""
+    mime_type = part.mime_type.split(";", 1)[0].strip().lower()
+    if mime_type in IMAGE_MIME_TYPES:
+        return "image"
+    if mime_type == PDF_MIME_TYPE:
+        return "pdf"
+    if is_text_file_mime_type(mime_type):
+        return "text"
+    return "other"
+
+
+def file_media_type(part: FilePart) -> str:
+    """The part's MIME type in lowercase, without parameters."""
+    return part.mime_type.split(";", 1)[0].strip().lower()
+
+
+def file_summary(part: FilePart, position: int, total: int) -> str:
+    """The line the model reads before a file: ``File 1 of 2: receipt.png (image/png, 48213
+    bytes)``. `position` counts from 1."""
+    return file_summary_line(position, total, part.filename, part.mime_type, len(part.data))
+
+
+def file_text(part: FilePart) -> str:
+    """A text, CSV or JSON file as the model reads it, cut to 100 KB with a note."""
+    return cut_text_file(part.data)
+
+
+def file_not_shown(part: FilePart) -> str:
+    return f"[This file is not shown: the model is not sent files of type {part.mime_type}.]"
+
+
+def base64_data(part: FilePart) -> str:
+    return base64.b64encode(part.data).decode("ascii")
+
+
+def data_url(part: FilePart) -> str:
+    return f"data:{file_media_type(part)};base64,{base64_data(part)}"
+
+
+# Error messages -------------------------------------------------------------------------------
+
+_SECRET_PATTERNS: Final = (
+    re.compile(r"\b(?:sk|pk|rk|key|sess)-[A-Za-z0-9_\-*.]{4,}", re.IGNORECASE),
+    re.compile(r"\bBearer\s+\S+", re.IGNORECASE),
+)
+_DETAIL_MAX: Final = 300
+
+
+def scrub(text: str, *, secrets: tuple[str | None, ...] = ()) -> str:
+    """`text` on one line, at most 300 characters, with anything that looks like a key (and each
+    of `secrets`) replaced by ``[redacted]``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    text = " ".join(text.split())
+    if len(text) > _DETAIL_MAX:
+        text = text[: _DETAIL_MAX - 1] + "…"
+    return text
+
+
+def error_body_details(body: object) -> tuple[str | None, str | None]:
+    """The ``(code, message)`` of a provider's error body: OpenAI's ``{error: {code, type,
+    message}}`` or its inner object, Anthropic's ``{type: "error", error: {type, message}}``."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if not isinstance(body, Mapping):
+        return None, None
+    code = body.get("code") or body.get("type")
+    message = body.get("message")
+    return (
+        code if isinstance(code, str) and code else None,
+        message if isinstance(message, str) and message else None,
+    )
+
+
+def status_error_message(
+    model_name: str,
+    status: int,
+    *,
+    code: str | None,
+    detail: str | None,
+    key_env: str,
+    secrets: tuple[str | None, ...] = (),
+) -> str:
+    """A safe message for an HTTP error from a provider. The provider's own text is shown only
+    for request errors (400, 404, 409, 413, 422), scrubbed; never for 401 and 403, whose texts
+    can quote part of the key."""
+    suffix = f", {scrub(code)}" if code else ""
+    head = f"Model {model_name}: "
+    if status == 401:
+        return f"{head}the API key was rejected (HTTP 401{suffix}); check {key_env}."
+    if status == 403:
+        return f"{head}access was refused (HTTP 403{suffix}); check the key's permissions."
+    if status == 429:
+        return f"{head}rate limit or quota reached (HTTP 429{suffix}); try again later."
+    if status >= 500:
+        return f"{head}the provider had a server error (HTTP {status}{suffix}); try again later."
+    if status < 400:
+        # An error event inside a stream that had started well.
+        text = f": {scrub(detail, secrets=secrets)}" if detail else ""
+        kind = scrub(code) if code else "error"
+        return f"{head}the provider reported an error during the stream ({kind}){text}"
+    text = f": {scrub(detail, secrets=secrets)}" if detail else ""
+    return f"{head}the provider rejected the request (HTTP {status}{suffix}){text}"

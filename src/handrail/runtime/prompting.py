@@ -1,0 +1,94 @@
+"""What a turn offers the model: the system prompt and the tools, for one agent and surface."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from ..asks import (
+    ASKS_SYSTEM_PROMPT,
+    COMPACT_SURFACE_SYSTEM_PROMPT,
+    AskKind,
+    AskSurface,
+    ask_input_json_schema,
+    ask_kinds_for_surface,
+    ask_prompt_section,
+)
+from .agent import Agent, Tool
+from .models.base import Model, ToolSpec
+
+ASK_TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
+    "choice": "Ask the user to pick one option, or several, from a list. Pauses until they answer.",
+    "confirm": (
+        "Ask the user to approve or deny one action before you take it. Pauses until they answer."
+    ),
+    "markdown": (
+        "Show the user a markdown draft to edit (or write from scratch) and get it back. "
+        "Pauses until they answer."
+    ),
+    "form": "Ask the user to fill in a few typed fields at once. Pauses until they answer.",
+    "files": "Ask the user to upload files that you then read. Pauses until they answer.",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnSetup:
+    """Everything a turn offers: the system prompt, the tool specs, and what each name means."""
+
+    system: str
+    specs: tuple[ToolSpec, ...]
+    ask_tools: dict[str, AskKind]
+    host_tools: dict[str, Tool]
+    surface: AskSurface
+
+
+def ask_tool_name(kind: str) -> str:
+    return f"ask_{kind}"
+
+
+def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSetup:
+    """The system prompt and tools of one turn of `agent` on `surface`.
+
+    Asks on: one ``ask_<kind>`` tool per offered kind (only the compact kinds, with narrowed
+    schemas, on the compact surface), and the asks prompt text. A compact turn adds the compact
+    line even with asks off. A model without tool support gets no ask tools.
+    """
+    kinds: list[AskKind] = []
+    if agent.asks is not None and model.supports_tools:
+        kinds = ask_kinds_for_surface(agent.asks.kinds, surface)
+    parts = [agent.instructions.strip()] if agent.instructions.strip() else []
+    if kinds:
+        parts.append(ASKS_SYSTEM_PROMPT)
+        parts.append(ask_prompt_section(kinds, surface=surface))
+    if surface == "compact":
+        parts.append(COMPACT_SURFACE_SYSTEM_PROMPT)
+    specs: list[ToolSpec] = []
+    ask_tools: dict[str, AskKind] = {}
+    for kind in kinds:
+        name = ask_tool_name(kind)
+        ask_tools[name] = kind
+        specs.append(
+            ToolSpec(
+                name=name,
+                description=ASK_TOOL_DESCRIPTIONS[kind],
+                input_schema=ask_input_json_schema(kind, surface=surface),
+            )
+        )
+    host_tools: dict[str, Tool] = {}
+    if model.supports_tools:
+        for tool in agent.tools.values():
+            host_tools[tool.name] = tool
+            specs.append(
+                ToolSpec(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=dict(tool.input_schema),
+                )
+            )
+    return TurnSetup(
+        system="\n\n".join(p for p in parts if p),
+        specs=tuple(specs),
+        ask_tools=ask_tools,
+        host_tools=host_tools,
+        surface=surface,
+    )

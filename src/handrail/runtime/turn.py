@@ -1,0 +1,104 @@
+"""A running turn as its callers see it: a stream of events, and a result once it finishes.
+
+The turn itself runs as its own task (see `Runtime`); a `Turn` only carries its events. A caller
+that stops reading (a client that disconnects) does not stop the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from .events import Event
+
+
+@dataclass(frozen=True, kw_only=True)
+class Principal:
+    """Who is calling: a user id, and whether they are an admin."""
+
+    user_id: str
+    is_admin: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnResult:
+    """What a headless client gets once the turn finishes (the spec's ``TurnResult``)."""
+
+    history_id: str
+    text: str
+    title: str | None = None
+    pending_ask: dict[str, Any] | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"historyId": self.history_id, "text": self.text}
+        if self.title:
+            out["title"] = self.title
+        if self.pending_ask is not None:
+            out["pendingAsk"] = self.pending_ask
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+class Turn:
+    """The events of one turn, in order. Iterate it for the stream, or await `result()`."""
+
+    def __init__(self, history_id: str) -> None:
+        self.history_id = history_id
+        self._events: list[Event] = []
+        self._changed = asyncio.Condition()
+        self._finished = False
+        self.title: str | None = None
+        self.pending_summary: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event so far."""
+        return list(self._events)
+
+    async def emit(self, event: Event) -> None:
+        async with self._changed:
+            self._events.append(event)
+            self._changed.notify_all()
+
+    async def finish(self) -> None:
+        async with self._changed:
+            self._finished = True
+            self._changed.notify_all()
+
+    async def stream(self) -> AsyncIterator[Event]:
+        """Every event from the first, as it comes, until the turn is done."""
+        index = 0
+        while True:
+            async with self._changed:
+                while index >= len(self._events) and not self._finished:
+                    await self._changed.wait()
+                batch = self._events[index:]
+                finished = self._finished
+            for event in batch:
+                yield event
+            index += len(batch)
+            if finished and index >= len(self._events):
+                return
+
+    async def wait(self) -> None:
+        async with self._changed:
+            while not self._finished:
+                await self._changed.wait()
+
+    async def result(self) -> TurnResult:
+        """Wait for the turn to finish and sum it up for a headless client."""
+        await self.wait()
+        text = "".join(e["text"] for e in self._events if "text" in e)
+        return TurnResult(
+            history_id=self.history_id,
+            text=text,
+            title=self.title,
+            pending_ask=self.pending_summary,
+            error=self.error,
+        )

@@ -1,0 +1,97 @@
+"""Uploaded files: a row with the name, type and size, and the bytes in a `BlobStore`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+from handrail._util import new_id, utc_now
+from handrail.errors import NotFound
+from handrail.store.blobs import BlobMissing, BlobStore
+from handrail.store.db import Database
+from handrail.store.records import FileRecord
+from handrail.store.tables import files
+
+__all__ = ["FileRepo"]
+
+F = files.c
+
+
+class FileRepo:
+    """Files by id. The bytes are written to the blob store before the row, so a row never
+    names missing bytes; deleting marks the row deleted, then removes the bytes."""
+
+    def __init__(self, db: Database, blobs: BlobStore) -> None:
+        self._db = db
+        self._blobs = blobs
+
+    async def create(
+        self, owner_id: str, filename: str, mime_type: str, data: bytes
+    ) -> FileRecord:
+        file_id = new_id()
+        values: dict[str, Any] = {
+            "id": file_id,
+            "owner_id": owner_id,
+            "filename": filename,
+            "mime_type": mime_type,
+            "size": len(data),
+            "blob_key": file_id,
+            "created": utc_now(),
+            "deleted_at": None,
+        }
+        await self._blobs.put(file_id, bytes(data))
+        try:
+            async with self._db.write() as connection:
+                await connection.execute(insert(files).values(values))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._blobs.delete(file_id)
+            raise
+        return _record(values)
+
+    async def get(self, file_id: str, *, include_deleted: bool = False) -> FileRecord | None:
+        """The file's record, or None (also when it was deleted, unless `include_deleted`)."""
+        query = select(files).where(F.id == file_id)
+        if not include_deleted:
+            query = query.where(F.deleted_at.is_(None))
+        async with self._db.read() as connection:
+            row = (await connection.execute(query)).first()
+        return None if row is None else _record(row._mapping)
+
+    async def read(self, record: FileRecord) -> bytes:
+        """The file's bytes. Raises `NotFound` when they are gone (the file was deleted)."""
+        try:
+            return await self._blobs.get(record.blob_key)
+        except BlobMissing:
+            raise NotFound("File not found", f"The bytes of file {record.id} are gone.") from None
+
+    async def delete(self, file_id: str) -> None:
+        """Mark the file deleted and remove its bytes. `NotFound` when there is no such file
+        (or it was deleted already)."""
+        async with self._db.write() as connection:
+            result = await connection.execute(
+                update(files)
+                .where(F.id == file_id, F.deleted_at.is_(None))
+                .values(deleted_at=utc_now())
+                .returning(F.blob_key)
+            )
+            blob_key = result.scalar_one_or_none()
+            if blob_key is None:
+                raise NotFound("File not found", f"No file {file_id}.")
+        await self._blobs.delete(blob_key)
+
+
+def _record(row: Mapping[Any, Any]) -> FileRecord:
+    return FileRecord(
+        id=row["id"],
+        owner_id=row["owner_id"],
+        filename=row["filename"],
+        mime_type=row["mime_type"],
+        size=row["size"],
+        blob_key=row["blob_key"],
+        created=row["created"],
+        deleted=row["deleted_at"] is not None,
+    )

@@ -1,0 +1,343 @@
+"""Histories (conversations) and their rows.
+
+Every change goes through `HistoryRepo.apply`: one transaction that first bumps the version with
+a compare-and-set on ``(id, version)`` and then writes the rows, so the loser of a race changes
+nothing and gets `HistoryConflict`. `update_title` and `delete` skip the compare but still bump
+the version, so a change prepared before them loses.
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, get_args
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from handrail._util import new_id, utc_now
+from handrail.errors import Conflict, NotFound
+from handrail.store.db import Database
+from handrail.store.records import UNSET, AskStatus, History, HistoryChange, StoredRow
+from handrail.store.tables import histories, history_rows
+
+__all__ = ["HistoryConflict", "HistoryRepo", "history_not_found"]
+
+ASK_STATUSES: Final[tuple[str, ...]] = get_args(AskStatus)
+
+H = histories.c
+R = history_rows.c
+
+
+class HistoryConflict(Conflict):
+    """A compare-and-set lost: the history is no longer at the version the change was made
+    for. Nothing was written. The server shows it with the spec's own 409 title."""
+
+    def __init__(self, history_id: str, *, expected_version: int, current_version: int) -> None:
+        super().__init__(
+            "History changed",
+            f"History {history_id} is at version {current_version}, not {expected_version}.",
+        )
+        self.history_id = history_id
+        self.expected_version = expected_version
+        self.current_version = current_version
+
+
+def history_not_found(history_id: str) -> NotFound:
+    """The spec's 404 for a history that does not exist or was deleted."""
+    return NotFound("Document not found", f"No history {history_id}.", code="document-not-found")
+
+
+class HistoryRepo:
+    """Reads and changes histories. Deleted histories are invisible: `get` gives None and
+    changes raise `NotFound`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(self, owner_id: str, *, agent: str, title: str | None = None) -> History:
+        now = utc_now()
+        values: dict[str, Any] = {
+            "id": new_id(),
+            "owner_id": owner_id,
+            "agent": agent,
+            "title": title,
+            "pending_ask": None,
+            "pending_created": None,
+            "version": 1,
+            "next_seq": 0,
+            "created": now,
+            "updated": now,
+            "deleted_at": None,
+        }
+        async with self._db.write() as connection:
+            await connection.execute(insert(histories).values(values))
+        return _history_from(values)
+
+    async def get(self, history_id: str) -> History | None:
+        async with self._db.read() as connection:
+            return await _get(connection, history_id)
+
+    async def list(self, owner_id: str) -> builtins.list[History]:
+        """The owner's histories, newest (by ``created``) first."""
+        query = (
+            select(histories)
+            .where(H.owner_id == owner_id, H.deleted_at.is_(None))
+            .order_by(H.created.desc(), H.id.desc())
+        )
+        async with self._db.read() as connection:
+            result = await connection.execute(query)
+            return [_history_from(row._mapping) for row in result]
+
+    async def pending(self, owner_id: str) -> builtins.list[History]:
+        """The owner's histories that wait on an ask, newest ask first."""
+        query = (
+            select(histories)
+            .where(
+                H.owner_id == owner_id,
+                H.deleted_at.is_(None),
+                H.pending_created.is_not(None),
+            )
+            .order_by(H.pending_created.desc(), H.id.desc())
+        )
+        async with self._db.read() as connection:
+            result = await connection.execute(query)
+            return [_history_from(row._mapping) for row in result]
+
+    async def rows(self, history_id: str) -> builtins.list[StoredRow]:
+        """The history's rows in order, with each ask's current status in ``data.ask.status``.
+        Empty for a deleted or unknown history."""
+        async with self._db.read() as connection:
+            return await _rows(connection, history_id)
+
+    async def load(self, history_id: str) -> tuple[History, builtins.list[StoredRow]] | None:
+        """The history and its rows as of one moment (what `apply`'s ``expected_version``
+        should come from), or None when it does not exist or was deleted."""
+        async with self._db.snapshot() as connection:
+            history = await _get(connection, history_id)
+            if history is None:
+                return None
+            return history, await _rows(connection, history_id)
+
+    async def apply(
+        self, history_id: str, change: HistoryChange, *, expected_version: int
+    ) -> History:
+        """Apply `change` if the history is still at `expected_version`, all or nothing, and
+        return the history at its new version.
+
+        In order, in one transaction: bump the version (and write ``pending_ask`` and
+        ``title`` unless `UNSET`), remove the ``tool-result`` rows of ``remove_results``,
+        append the new rows, then set ``ask_status`` (so it may name a row appended by the
+        same change).
+
+        Raises `HistoryConflict` when the version moved on, `NotFound` when the history does
+        not exist or was deleted, and `ValueError` (writing nothing) for a row without a
+        ``type``, an unknown ask status, or a ``toolCallId`` that matches no row.
+        """
+        appended = [_row_columns(data) for data in change.append]
+        statuses = _checked_statuses(change.ask_status)
+        now = utc_now()
+        values: dict[str, Any] = {
+            "version": H.version + 1,
+            "updated": now,
+            "next_seq": H.next_seq + len(appended),
+        }
+        if change.pending_ask is not UNSET:
+            values["pending_ask"] = change.pending_ask
+            values["pending_created"] = (
+                None if change.pending_ask is None else _ask_created(change.pending_ask, now)
+            )
+        if change.title is not UNSET:
+            values["title"] = change.title
+
+        async with self._db.write() as connection:
+            result = await connection.execute(
+                update(histories)
+                .where(
+                    H.id == history_id,
+                    H.version == expected_version,
+                    H.deleted_at.is_(None),
+                )
+                .values(values)
+                .returning(*histories.c)
+            )
+            row = result.first()
+            if row is None:
+                raise await _why_not_updated(connection, history_id, expected_version)
+            await _remove_results(connection, history_id, change.remove_results)
+            if appended:
+                first_seq = row.next_seq - len(appended)
+                await connection.execute(
+                    insert(history_rows),
+                    [
+                        {"history_id": history_id, "seq": first_seq + i, "created": now, **cols}
+                        for i, cols in enumerate(appended)
+                    ],
+                )
+            for tool_call_id, status in statuses.items():
+                updated = await connection.execute(
+                    update(history_rows)
+                    .where(
+                        R.history_id == history_id,
+                        R.tool_call_id == tool_call_id,
+                        R.ask_status.is_not(None),
+                    )
+                    .values(ask_status=status)
+                )
+                if updated.rowcount == 0:
+                    raise ValueError(
+                        f"ask_status names {tool_call_id!r}, which is not an ask in history "
+                        f"{history_id}."
+                    )
+            return _history_from(row._mapping)
+
+    async def update_title(self, history_id: str, title: str | None) -> History:
+        """Set the title without a compare-and-set; the version still grows."""
+        return await self._touch(history_id, {"title": title})
+
+    async def delete(self, history_id: str) -> None:
+        """Soft-delete the history: it disappears from every read. Its rows stay in the
+        database. The version still grows, so a change prepared before fails."""
+        await self._touch(history_id, {"deleted_at": utc_now()})
+
+    async def _touch(self, history_id: str, values: dict[str, Any]) -> History:
+        async with self._db.write() as connection:
+            result = await connection.execute(
+                update(histories)
+                .where(H.id == history_id, H.deleted_at.is_(None))
+                .values(version=H.version + 1, updated=utc_now(), **values)
+                .returning(*histories.c)
+            )
+            row = result.first()
+            if row is None:
+                raise history_not_found(history_id)
+            return _history_from(row._mapping)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+async def _get(connection: AsyncConnection, history_id: str) -> History | None:
+    result = await connection.execute(
+        select(histories).where(H.id == history_id, H.deleted_at.is_(None))
+    )
+    row = result.first()
+    return None if row is None else _history_from(row._mapping)
+
+
+async def _rows(connection: AsyncConnection, history_id: str) -> list[StoredRow]:
+    query = (
+        select(R.seq, R.data, R.ask_status, R.created)
+        .join(histories, H.id == R.history_id)
+        .where(R.history_id == history_id, H.deleted_at.is_(None))
+        .order_by(R.seq)
+    )
+    result = await connection.execute(query)
+    return [_stored_row(row._mapping) for row in result]
+
+
+def _history_from(row: Mapping[Any, Any]) -> History:
+    return History(
+        id=row["id"],
+        owner_id=row["owner_id"],
+        agent=row["agent"],
+        title=row["title"],
+        pending_ask=row["pending_ask"],
+        version=row["version"],
+        created=row["created"],
+        updated=row["updated"],
+    )
+
+
+def _stored_row(row: Mapping[Any, Any]) -> StoredRow:
+    data: dict[str, Any] = dict(row["data"])
+    ask = data.get("ask")
+    if row["ask_status"] is not None and isinstance(ask, dict):
+        data["ask"] = {**ask, "status": row["ask_status"]}
+    return StoredRow(seq=row["seq"], data=data, created=row["created"])
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _row_columns(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns of a row to append, checked: `type` and `toolCallId` are copied out of
+    `data`, and an ask call's ``ask.status`` (default ``pending``) goes to `ask_status`."""
+    row_type = data.get("type")
+    if not isinstance(row_type, str) or not row_type:
+        raise ValueError(f"A history row needs a string 'type', got {row_type!r}.")
+    tool_call_id = data.get("toolCallId")
+    if tool_call_id is not None and not isinstance(tool_call_id, str):
+        raise ValueError(f"A row's 'toolCallId' must be a string, got {tool_call_id!r}.")
+    ask_status: str | None = None
+    ask = data.get("ask")
+    if row_type == "tool-call" and ask is not None:
+        if not isinstance(ask, Mapping):
+            raise ValueError(f"A tool-call row's 'ask' must be an object, got {ask!r}.")
+        if tool_call_id is None:
+            raise ValueError("An ask call row needs a 'toolCallId'.")
+        ask_status = _checked_status(ask.get("status", "pending"))
+    return {
+        "type": row_type,
+        "tool_call_id": tool_call_id,
+        "ask_status": ask_status,
+        "data": dict(data),
+    }
+
+
+def _checked_status(status: object) -> str:
+    if status not in ASK_STATUSES:
+        raise ValueError(f"An ask status is one of {', '.join(ASK_STATUSES)}, not {status!r}.")
+    return status
+
+
+def _checked_statuses(statuses: Mapping[str, AskStatus]) -> dict[str, str]:
+    return {tool_call_id: _checked_status(status) for tool_call_id, status in statuses.items()}
+
+
+def _ask_created(pending_ask: Mapping[str, Any], default: dt.datetime) -> dt.datetime:
+    """When the ask was made: its ``created`` (ISO 8601), else `default`."""
+    created = pending_ask.get("created")
+    if isinstance(created, str):
+        try:
+            moment = dt.datetime.fromisoformat(created)
+        except ValueError:
+            return default
+        return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
+    return default
+
+
+async def _remove_results(
+    connection: AsyncConnection, history_id: str, tool_call_ids: Sequence[str]
+) -> None:
+    if not tool_call_ids:
+        return
+    wanted = set(tool_call_ids)
+    where = (
+        R.history_id == history_id,
+        R.type == "tool-result",
+        R.tool_call_id.in_(wanted),
+    )
+    found = set((await connection.execute(select(R.tool_call_id).where(*where))).scalars())
+    missing = wanted - found
+    if missing:
+        raise ValueError(
+            f"remove_results names {', '.join(sorted(missing))}, which has no tool-result row "
+            f"in history {history_id}."
+        )
+    await connection.execute(delete(history_rows).where(*where))
+
+
+async def _why_not_updated(
+    connection: AsyncConnection, history_id: str, expected_version: int
+) -> NotFound | HistoryConflict:
+    result = await connection.execute(
+        select(H.version).where(H.id == history_id, H.deleted_at.is_(None))
+    )
+    current = result.scalar_one_or_none()
+    if current is None:
+        return history_not_found(history_id)
+    return HistoryConflict(history_id, expected_version=expected_version, current_version=current)
+
+

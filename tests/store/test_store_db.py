@@ -1,0 +1,115 @@
+"""The database: URLs, SQLite settings, migrations on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection, inspect, text
+
+from handrail.errors import ConfigError
+from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
+from handrail.store.db import async_url
+from handrail.store.tables import metadata
+
+TABLES = {"alembic_version", "files", "histories", "history_rows", "requests"}
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, "sqlite+aiosqlite:///handrail.db"),
+        ("sqlite:///data/h.db", "sqlite+aiosqlite:///data/h.db"),
+        ("sqlite:////abs/h.db", "sqlite+aiosqlite:////abs/h.db"),
+        ("sqlite+aiosqlite:///h.db", "sqlite+aiosqlite:///h.db"),
+        ("sqlite+pysqlite:///h.db", "sqlite+aiosqlite:///h.db"),
+        ("postgresql://u:p@db:5433/app", "postgresql+asyncpg://u:p@db:5433/app"),
+        ("postgres://u@db/app", "postgresql+asyncpg://u@db/app"),
+        ("postgresql+psycopg://u@db/app", "postgresql+asyncpg://u@db/app"),
+        ("postgresql://u@db/app?sslmode=require", "postgresql+asyncpg://u@db/app?ssl=require"),
+    ],
+)
+def test_urls_move_to_the_async_drivers(given: str | None, expected: str) -> None:
+    assert async_url(given).render_as_string(hide_password=False) == expected
+
+
+@pytest.mark.parametrize("url", ["mysql://u@db/app", "not a url"])
+def test_other_databases_are_refused(url: str) -> None:
+    with pytest.raises(ConfigError):
+        Database(url)
+
+
+def test_synchronous_level_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="synchronous"):
+        Database(f"sqlite:///{tmp_path / 'x.db'}", synchronous="SOMETIMES")
+
+
+@pytest.mark.parametrize(("level", "value"), [("NORMAL", 1), ("full", 2)])
+async def test_sqlite_pragmas_on_every_connection(tmp_path: Path, level: str, value: int) -> None:
+    async with Database(f"sqlite:///{tmp_path / 'x.db'}", synchronous=level) as db:
+        for _ in range(2):  # the pool's connection, then a fresh one
+            async with db.read() as connection:
+                pragmas = {
+                    name: (await connection.execute(text(f"PRAGMA {name}"))).scalar_one()
+                    for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
+                }
+            assert pragmas == {
+                "journal_mode": "wal",
+                "foreign_keys": 1,
+                "busy_timeout": 30000,
+                "synchronous": value,
+            }
+            await db.engine.dispose()
+
+
+def _table_names(connection: Connection) -> set[str]:
+    return set(inspect(connection).get_table_names())
+
+
+def _schema_diff(connection: Connection) -> list[object]:
+    return list(compare_metadata(MigrationContext.configure(connection), metadata))
+
+
+async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str) -> None:
+    async with Database(database_url) as db:
+        await db.migrate()
+        await db.migrate()
+        async with db.read() as connection:
+            assert await connection.run_sync(_table_names) == TABLES
+            versions = (await connection.execute(text("SELECT version_num FROM alembic_version")))
+            assert versions.scalars().all() == ["0001"]
+
+
+async def test_migrations_match_the_tables(database_url: str) -> None:
+    async with Database(database_url) as db:
+        await db.migrate()
+        async with db.read() as connection:
+            assert await connection.run_sync(_schema_diff) == []
+
+
+async def test_several_processes_may_migrate_at_once(database_url: str) -> None:
+    databases = [Database(database_url) for _ in range(4)]
+    try:
+        await asyncio.gather(*(db.migrate() for db in databases))
+        async with databases[0].read() as connection:
+            assert await connection.run_sync(_table_names) == TABLES
+    finally:
+        await asyncio.gather(*(db.close() for db in databases))
+
+
+async def test_store_open_migrates_and_closes(database_url: str, tmp_path: Path) -> None:
+    async with await Store.open(database_url, blob_dir=tmp_path / "blobs") as store:
+        assert isinstance(store.blobs, LocalBlobStore)
+        assert store.blobs.root == tmp_path / "blobs"
+        history = await store.histories.create("u1", agent="demo")
+        assert await store.histories.get(history.id) == history
+
+
+def test_default_blob_dir() -> None:
+    assert default_blob_dir("sqlite:////srv/app/handrail.db") == Path("/srv/app/handrail-files")
+    assert default_blob_dir(None) == Path("handrail-files")
+    assert default_blob_dir("postgresql://u@db/app") == Path("handrail-files")
+    assert default_blob_dir("sqlite://") == Path("handrail-files")
