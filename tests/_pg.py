@@ -84,7 +84,9 @@ class PostgresCluster:
         return self.base
 
     def url(self, database: str) -> str:
-        return f"postgresql+asyncpg://{SUPERUSER}@/{database}?host={self.socket_dir}&port={self.port}"
+        return (
+            f"postgresql+asyncpg://{SUPERUSER}@/{database}?host={self.socket_dir}&port={self.port}"
+        )
 
     def new_database_url(self) -> str:
         """Create an empty database and return its URL."""
@@ -117,9 +119,9 @@ class PostgresCluster:
     def stop(self) -> None:
         try:
             if (self.data / "postmaster.pid").exists():
+                pg_ctl = str(self.bindir / "pg_ctl")
                 subprocess.run(
-                    [*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.data)]
-                    + ["-m", "immediate", "-w", "stop"],
+                    [*self.run_as, pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop"],
                     capture_output=True,
                     timeout=60,
                     check=False,
@@ -135,7 +137,9 @@ def _run_as_postgres(base: Path) -> list[str]:
     try:
         user = pwd.getpwnam("postgres")
     except KeyError:
-        raise _fail("Running as root, but there is no 'postgres' system user to own the cluster.")
+        raise _fail(
+            "Running as root, but there is no 'postgres' system user to own the cluster."
+        ) from None
     os.chown(base, user.pw_uid, user.pw_gid)
     if shutil.which("runuser"):
         return ["runuser", "-u", "postgres", "--"]
@@ -168,10 +172,9 @@ def start_cluster() -> PostgresCluster:
             "--no-sync",
             what="create a cluster (initdb)",
         )
-        options = shlex.join(
-            ["-k", str(cluster.socket_dir), "-h", "", "-p", str(cluster.port)]
-            + ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
-        )
+        listen = ["-k", str(cluster.socket_dir), "-h", "", "-p", str(cluster.port)]
+        fast = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        options = shlex.join([*listen, *fast])
         cluster._run(
             bindir / "pg_ctl",
             "-D",
@@ -192,11 +195,22 @@ def start_cluster() -> PostgresCluster:
     return cluster
 
 
+_running: PostgresCluster | None = None
+_users = 0
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
-    """A running throwaway cluster for the whole session."""
-    cluster = start_cluster()
+    """A running throwaway cluster for the whole session. Conftests at several levels may
+    import this fixture: they share one cluster, stopped when the last of them finishes."""
+    global _running, _users
+    if _running is None:
+        _running = start_cluster()
+    _users += 1
     try:
-        yield cluster
+        yield _running
     finally:
-        cluster.stop()
+        _users -= 1
+        if _users == 0:
+            _running.stop()
+            _running = None

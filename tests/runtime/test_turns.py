@@ -448,3 +448,149 @@ async def test_host_tool_runs_and_tool_error_reaches_the_model(store: Store) -> 
     )
     text = "".join(e["text"] for e in events if "text" in e)
     assert text == 'delete_note returned: {"deleted":"Groceries"}'
+
+
+async def test_pause_in_one_runtime_answer_from_another(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = await Store.open(url, blob_dir=tmp_path / "files")
+    runtime = make_runtime(first)
+    events = await run(runtime.start_prompt(ALICE, command("ask_choice", PLAN)))
+    history_id, call_id = events[0]["historyId"], events[0]["ask"]["toolCallId"]
+    await runtime.aclose()
+    await first.close()
+
+    second = await Store.open(url, blob_dir=tmp_path / "files")
+    try:
+        runtime = make_runtime(second)
+        answer = {"toolCallId": call_id, "action": "accept", "content": {"selected": ["starter"]}}
+        events = await run(runtime.start_answer(ALICE, history_id, answer))
+        text = "".join(e["text"] for e in events if "text" in e)
+        assert text == "ask_choice returned: " + compact(
+            {"action": "accept", "content": {"selected": ["starter"]}}
+        )
+    finally:
+        await second.close()
+
+
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+    b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00"
+    b"\x00\x00IEND\xaeB`\x82"
+)
+RECEIPT = {"prompt": "Upload the receipt.", "accept": ["image", "pdf"], "maxFiles": 2}
+
+
+class RecordingModel(FlakyModel):
+    """Keeps every request, to check what the model was shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        async for event in super().stream(request):
+            yield event
+
+
+async def _files_ask(runtime: Runtime) -> tuple[str, str]:
+    events = await run(runtime.start_prompt(ALICE, command("ask_files", RECEIPT)))
+    return events[0]["historyId"], events[0]["ask"]["toolCallId"]
+
+
+async def test_files_answer_by_file_id_and_data_url(store: Store) -> None:
+    import base64
+
+    from handrail.runtime.messages import ToolResultMessage
+
+    model = RecordingModel()
+    runtime = make_runtime(store, model=model)
+    history_id, call_id = await _files_ask(runtime)
+    upload = await store.files.create("alice", "receipt.png", "image/png", PNG)
+    data_url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    answer = {
+        "toolCallId": call_id,
+        "action": "accept",
+        "content": {
+            "files": [
+                {
+                    "fileId": upload.id,
+                    "filename": "receipt.png",
+                    "mimeType": "image/png",
+                    "size": len(PNG),
+                },
+                {
+                    "url": data_url,
+                    "filename": "scan.png",
+                    "mimeType": "image/png",
+                    "size": len(PNG),
+                },
+            ]
+        },
+    }
+    await run(runtime.start_answer(ALICE, history_id, answer))
+    stored_answer = {
+        "action": "accept",
+        "content": {
+            "files": [
+                {
+                    "fileId": upload.id,
+                    "filename": "receipt.png",
+                    "mimeType": "image/png",
+                    "size": len(PNG),
+                },
+                {"filename": "scan.png", "mimeType": "image/png", "size": len(PNG)},
+            ]
+        },
+    }
+    stored = await rows(store, history_id)
+    assert stored[2]["result"] == stored_answer
+    assert "data:" not in json.dumps([r for r in stored])
+    for record in await store.requests.list(history_id):
+        assert "data:" not in record.prompt and "base64" not in json.dumps(record.metadata)
+    shown = model.requests[-1].messages[-1]
+    assert isinstance(shown, ToolResultMessage)
+    assert shown.content == stored_answer
+    assert [(p.filename, p.mime_type, p.data) for p in shown.parts] == [
+        ("receipt.png", "image/png", PNG),
+        ("scan.png", "image/png", PNG),
+    ]
+
+
+async def test_files_answer_errors_leave_the_ask_pending(store: Store) -> None:
+    import base64
+
+    runtime = make_runtime(store, asks={"maxFileSizeBytes": 1000})
+    history_id, call_id = await _files_ask(runtime)
+    bobs = await store.files.create("bob", "b.png", "image/png", PNG)
+    pdf_bytes_as_png = "data:image/png;base64," + base64.b64encode(b"%PDF-1.4\n%%EOF\n").decode()
+    cases = [
+        (
+            {"fileId": bobs.id, "filename": "b.png", "mimeType": "image/png", "size": len(PNG)},
+            "content.files[0].fileId",
+            "FILE_NOT_OWNED",
+        ),
+        (
+            {"url": pdf_bytes_as_png, "filename": "a.png", "mimeType": "image/png", "size": 15},
+            "content.files[0].mimeType",
+            "MIME_MISMATCH",
+        ),
+        (
+            {
+                "url": "data:image/png;base64," + base64.b64encode(PNG + b"\0" * 2000).decode(),
+                "filename": "big.png",
+                "mimeType": "image/png",
+                "size": 10,
+            },
+            "content.files[0].size",
+            "FILE_TOO_LARGE",
+        ),
+    ]
+    for ref, path, code in cases:
+        answer = {"toolCallId": call_id, "action": "accept", "content": {"files": [ref]}}
+        with pytest.raises(BadRequest) as caught:
+            await runtime.start_answer(ALICE, history_id, answer)
+        assert caught.value.title == "Invalid askResponse"
+        assert [(f["path"], f["code"]) for f in caught.value.fields] == [(path, code)]  # type: ignore[union-attr]
+        history = await store.histories.get(history_id)
+        assert history is not None and history.pending_ask is not None

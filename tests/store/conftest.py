@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from _pg import postgres_cluster  # noqa: F401 (a fixture)
 
+from _pg import postgres_cluster  # noqa: F401 (a fixture)
 from handrail.store import Store
 
 BACKENDS = ["sqlite", "postgresql"]

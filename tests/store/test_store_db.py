@@ -79,7 +79,7 @@ async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str
         await db.migrate()
         async with db.read() as connection:
             assert await connection.run_sync(_table_names) == TABLES
-            versions = (await connection.execute(text("SELECT version_num FROM alembic_version")))
+            versions = await connection.execute(text("SELECT version_num FROM alembic_version"))
             assert versions.scalars().all() == ["0001"]
 
 

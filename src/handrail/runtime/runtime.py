@@ -55,7 +55,7 @@ from .messages import (
     messages_from_json,
     messages_to_json,
 )
-from .models import model_from_name
+from .models import INVALID_ARGUMENTS_KEY, model_from_name
 from .models.base import Model, ModelError, ModelRequest, TextDelta, ToolCallPart
 from .prompting import TurnSetup, build_turn_setup
 from .rows import Row, assistant_row, call_row, result_row, rows_to_messages, user_row
@@ -121,6 +121,7 @@ class Runtime:
         self._models: dict[str, Model] = dict(models or {})
         self._model_override = model
         self._tasks: set[asyncio.Task[None]] = set()
+        self._built: list[Model] = []
 
     # ----------------------------------------------------------------------------- lookups
 
@@ -130,6 +131,7 @@ class Runtime:
         name = agent.model or os.environ.get("HANDRAIL_MODEL", "scripted")
         if name not in self._models:
             self._models[name] = model_from_name(name)
+            self._built.append(self._models[name])
         return self._models[name]
 
     def agent_for(self, history: History) -> Agent:
@@ -301,9 +303,14 @@ class Runtime:
         )
 
     async def aclose(self) -> None:
-        """Wait for the turns still running (they finish and save)."""
+        """Wait for the turns still running (they finish and save), then close the models
+        this runtime built."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        for model in self._built:
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
 
     # ----------------------------------------------------------------------------- internals
 
@@ -486,6 +493,12 @@ class Runtime:
             if tool is None:
                 offered = ", ".join(sorted([*setup.host_tools, *setup.ask_tools])) or "none"
                 content: Any = f"There is no tool named {call.name!r}. The tools are: {offered}."
+                is_error = True
+            elif INVALID_ARGUMENTS_KEY in call.arguments:
+                content = (
+                    f"The arguments of {call.name} were not a JSON object, so it did not run. "
+                    "Call it again with a JSON object that matches its input schema."
+                )
                 is_error = True
             else:
                 content, is_error = await _run_tool(tool, call)

@@ -112,7 +112,9 @@ class Database:
                 f"synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}, not {synchronous!r}."
             )
         self.synchronous = level
-        self.backend: Backend = "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
+        self.backend: Backend = (
+            "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
+        )
         connect_args: dict[str, Any] = {}
         if self.backend == "sqlite":
             connect_args["timeout"] = BUSY_TIMEOUT_S
@@ -130,9 +132,9 @@ class Database:
 
     def _install_sqlite_hooks(self) -> None:
         pragmas = (
+            f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}",  # first: the others may wait
             "PRAGMA journal_mode=WAL",
             "PRAGMA foreign_keys=ON",
-            f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}",
             f"PRAGMA synchronous={self.synchronous}",
         )
 

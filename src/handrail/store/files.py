@@ -28,9 +28,7 @@ class FileRepo:
         self._db = db
         self._blobs = blobs
 
-    async def create(
-        self, owner_id: str, filename: str, mime_type: str, data: bytes
-    ) -> FileRecord:
+    async def create(self, owner_id: str, filename: str, mime_type: str, data: bytes) -> FileRecord:
         file_id = new_id()
         values: dict[str, Any] = {
             "id": file_id,

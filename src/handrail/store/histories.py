@@ -339,5 +339,3 @@ async def _why_not_updated(
     if current is None:
         return history_not_found(history_id)
     return HistoryConflict(history_id, expected_version=expected_version, current_version=current)
-
-

@@ -233,6 +233,12 @@ class AnthropicModel:
             )
         except anthropic.AnthropicError as exc:
             raise self._error(exc) from exc
+        except TypeError as exc:
+            # The SDK's way to say it found no credentials (no ANTHROPIC_API_KEY).
+            raise ModelError(
+                f"Model {self.name}: the request could not be made ({exc}); check "
+                "ANTHROPIC_API_KEY."
+            ) from exc
 
         calls: dict[int, _PartialCall] = {}
         stop_reason: str | None = None

@@ -195,8 +195,8 @@ class ScriptedModel:
             return
 
         taken = _existing_ids(messages)
-        calls = 0
-        for command in parsed:
+        # Only calls come before the last command: `fail` and `fail-after-text` end the step.
+        for index, command in enumerate(parsed):
             assert isinstance(command, _Command)
             if command.verb == "fail":
                 raise ModelError(
@@ -209,9 +209,8 @@ class ScriptedModel:
                     "The scripted model failed on purpose after its text "
                     f"(`fail-after-text` on line {command.line})."
                 )
-            call_id = self._call_id(len(messages), calls, taken)
+            call_id = self._call_id(len(messages), index, taken)
             taken.add(call_id)
-            calls += 1
             await asyncio.sleep(0)
             yield ToolCallPart(
                 call=ToolCall(id=call_id, name=command.tool, arguments=command.arguments)

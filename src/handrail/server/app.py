@@ -1,0 +1,102 @@
+"""The FastAPI app: `create_app` wires the config, the store, the runtime and the routes.
+
+    app = create_app(load_config("handrail.yaml"))
+
+The app's lifespan opens the store (running its migrations) and builds the runtime; at
+shutdown it waits for the turns still running, then closes the store. A store or runtime passed
+in is used as it is, and the store is then left open for its owner to close.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+from fastapi import FastAPI
+
+from ..runtime.runtime import Runtime
+from ..store import Store
+from .auth import Authenticator
+from .chat import chat_router
+from .config import ServerConfig
+from .histories import histories_router
+from .openapi import install_openapi
+from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
+from .uploads import upload_router
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("handrail.server")
+
+#: A files answer may carry up to 10 files as base64 data URLs (4 bytes per 3), plus room.
+MAX_FILES_PER_ANSWER: Final = 10
+JSON_OVERHEAD_BYTES: Final = 1024 * 1024
+
+DESCRIPTION: Final = (
+    "handrail's HTTP API. Authenticate with `Authorization: Bearer <token>`. Success bodies "
+    "are `{data, requestId}`; errors are problem JSON `{status, title, detail, code?, "
+    "fields?, requestId}` (`application/problem+json`)."
+)
+
+
+def create_app(
+    config: ServerConfig,
+    *,
+    runtime: Runtime | None = None,
+    store: Store | None = None,
+) -> FastAPI:
+    """The handrail ASGI app for `config`.
+
+    Without `store`, the lifespan opens ``config.database_url`` (uploads in
+    ``config.blob_dir``) and closes it at shutdown. Without `runtime`, it builds one for
+    ``config.agents`` (each without a model gets ``config.model``). A `runtime` brings its own
+    store when `store` is not given.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened: Store | None = None
+        the_store = store if store is not None else (runtime.store if runtime else None)
+        if the_store is None:
+            opened = await Store.open(config.database_url, blob_dir=config.blob_dir)
+            the_store = opened
+        try:
+            the_runtime = runtime
+            if the_runtime is None:
+                the_runtime = Runtime(store=the_store, agents=config.resolved_agents())
+                for agent in the_runtime.agents.values():
+                    the_runtime.model_for(agent)  # a bad model name fails the start-up
+            app.state.store = the_store
+            app.state.runtime = the_runtime
+            try:
+                yield
+            finally:
+                await the_runtime.aclose()
+        finally:
+            if opened is not None:
+                await opened.close()
+
+    app = FastAPI(
+        title="handrail",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.authenticator = Authenticator(config.users)
+    app.state.upload_cap = config.upload_cap
+    app.state.max_json_bytes = (
+        config.upload_cap * MAX_FILES_PER_ANSWER * 4 // 3 + JSON_OVERHEAD_BYTES
+    )
+    install_problem_handlers(app)
+    prefix = config.api_prefix
+    app.include_router(chat_router(), prefix=prefix)
+    app.include_router(histories_router(asks_enabled=config.asks_enabled), prefix=prefix)
+    app.include_router(upload_router(), prefix=prefix)
+    install_openapi(app, description=DESCRIPTION)
+    # The last added is the outermost: the request id is set before anything can fail.
+    app.add_middleware(CatchAllMiddleware)
+    app.add_middleware(RequestIdMiddleware)
+    return app

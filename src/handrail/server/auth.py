@@ -1,0 +1,63 @@
+"""Bearer tokens: ``Authorization: Bearer <token>`` names one configured user.
+
+The token is compared with every user's token in constant time (`hmac.compare_digest`, and no
+early exit), so neither the timing nor the order of users tells an attacker anything. A missing,
+malformed or unknown token is 401 ``Unauthorized``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..errors import Unauthorized
+from ..runtime.turn import Principal
+from .config import UserConfig
+
+__all__ = ["Authenticator", "bearer_scheme", "current_principal"]
+
+#: The security scheme FastAPI puts in the OpenAPI document (``bearerAuth``).
+bearer_scheme = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearerAuth",
+    description="A user's token from the server's configuration.",
+)
+
+
+class Authenticator:
+    """Maps bearer tokens to principals."""
+
+    def __init__(self, users: Iterable[UserConfig]) -> None:
+        self._users = [
+            (user.token.encode("utf-8"), Principal(user_id=user.id, is_admin=user.admin))
+            for user in users
+        ]
+
+    def authenticate(self, token: str | None) -> Principal:
+        """The principal whose token this is, or 401."""
+        candidate = (token or "").encode("utf-8")
+        found: Principal | None = None
+        for secret, principal in self._users:
+            if hmac.compare_digest(secret, candidate):
+                found = principal
+        if found is None or not candidate:
+            detail = (
+                "Send a bearer token: Authorization: Bearer <token>."
+                if token is None
+                else "The bearer token is not one this server knows."
+            )
+            raise Unauthorized("Unauthorized", detail)
+        return found
+
+
+async def current_principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Principal:
+    """The caller, from the request's bearer token (a FastAPI dependency)."""
+    authenticator: Authenticator = request.app.state.authenticator
+    return authenticator.authenticate(credentials.credentials if credentials else None)

@@ -1,0 +1,190 @@
+"""``POST /prompt``: a chat turn, streamed as server-sent events.
+
+Every error of the spec's "Error responses" table is raised before the stream starts, as problem
+JSON. Then each event of the turn goes out as ``data: <json>`` and a blank line. The turn runs
+as its own task: a client that disconnects stops only its own reading, and the turn still
+finishes and is saved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+
+from ..asks import ASK_SURFACES
+from ..errors import BadRequest
+from ..runtime.events import Event
+from ..runtime.turn import Principal, Turn
+from .auth import current_principal
+from .bodies import NO_BODY, read_json, runtime_of, store_of
+from .openapi import body, problems, ref
+
+__all__ = ["EventStreamResponse", "chat_router", "sse_line"]
+
+Caller = Annotated[Principal, Depends(current_principal)]
+
+PROMPT_FIELDS: Final = ("prompt", "historyId", "askResponse", "surface", "attachments", "agent")
+
+
+class EventStreamResponse(StreamingResponse):
+    """A ``text/event-stream`` response that proxies do not buffer."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, content: AsyncIterator[str]) -> None:
+        super().__init__(
+            content,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            media_type=self.media_type,
+        )
+
+
+def sse_line(event: Event) -> str:
+    """One event on the wire: ``data: <compact JSON>`` and a blank line."""
+    return "data: " + json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+
+
+async def _events(turn: Turn) -> AsyncIterator[str]:
+    async for event in turn.stream():
+        yield sse_line(event)
+
+
+def _given(data: dict[str, Any], key: str) -> bool:
+    """A field counts as sent when it is there and not null."""
+    return data.get(key) is not None
+
+
+async def _asks_on_for(request: Request, data: dict[str, Any]) -> bool:
+    """Whether the agent this body speaks to has asks on (with asks off, ``askResponse`` is
+    ignored and ``prompt`` is required, as the spec says)."""
+    runtime = runtime_of(request)
+    history_id = data.get("historyId")
+    if isinstance(history_id, str) and history_id:
+        history = await store_of(request).histories.get(history_id)
+        if history is not None:
+            return runtime.agent_for(history).asks is not None
+    name = data.get("agent")
+    agent = runtime.agents.get(name) if isinstance(name, str) else runtime.default_agent
+    return agent is None or agent.asks is not None
+
+
+async def _checked_body(request: Request) -> dict[str, Any]:
+    data = await read_json(request)
+    if data is NO_BODY:
+        data = {}
+    if not isinstance(data, dict):
+        raise BadRequest("Invalid JSON", "The body must be a JSON object.")
+    unknown = [key for key in data if key not in PROMPT_FIELDS]
+    if unknown:
+        raise BadRequest(
+            "Validation failed",
+            "The body has fields this route does not take. See fields.",
+            code="body-validation-failed",
+            fields={
+                key: "is not a field; the fields are " + ", ".join(PROMPT_FIELDS) for key in unknown
+            },
+        )
+    for key in ("historyId", "agent"):
+        if _given(data, key) and not isinstance(data[key], str):
+            raise BadRequest(
+                "Validation failed",
+                f"{key} must be a string.",
+                code="body-validation-failed",
+                fields={key: "must be a string"},
+            )
+    if _given(data, "askResponse") and not await _asks_on_for(request, data):
+        data = {key: value for key, value in data.items() if key != "askResponse"}
+    has_prompt = _given(data, "prompt")
+    has_answer = _given(data, "askResponse")
+    if not has_prompt and not has_answer:
+        raise BadRequest("prompt is required", "Send prompt, or askResponse with historyId.")
+    if has_prompt and has_answer:
+        raise BadRequest(
+            "Send either prompt or askResponse, not both",
+            "A new message cancels the pending ask; an answer answers it. Send one of them.",
+        )
+    attachments = data.get("attachments")
+    if has_answer:
+        answer = data["askResponse"]
+        if not isinstance(answer, dict):
+            raise BadRequest(
+                "askResponse must be an object",
+                'Send askResponse as {"toolCallId", "action", "content"?, "reason"?}.',
+            )
+        tool_call_id = answer.get("toolCallId")
+        if not isinstance(tool_call_id, str) or not tool_call_id:
+            raise BadRequest(
+                "askResponse.toolCallId is required",
+                "Name the pending ask's toolCallId in askResponse.",
+            )
+        if attachments is not None:
+            raise BadRequest(
+                "attachments cannot be sent with askResponse",
+                "Send files in the answer of a files ask, not as attachments.",
+            )
+        if not _given(data, "historyId"):
+            raise BadRequest(
+                "historyId is required with askResponse",
+                "Name the history whose pending ask this answers.",
+            )
+    elif attachments is not None and attachments != []:
+        raise BadRequest(
+            "attachments are not supported",
+            "This server does not take attachments with a prompt. Ask for files with a files "
+            "ask instead.",
+        )
+    if "surface" in data and data["surface"] not in ASK_SURFACES:
+        raise BadRequest(
+            "surface is not a known surface",
+            f"surface must be one of {', '.join(ASK_SURFACES)}.",
+        )
+    return data
+
+
+async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
+    data = await _checked_body(request)
+    runtime = runtime_of(request)
+    surface = data.get("surface", "full")
+    turn: Turn
+    if _given(data, "askResponse"):
+        turn = await runtime.start_answer(
+            principal, data["historyId"], data["askResponse"], surface=surface
+        )
+    else:
+        turn = await runtime.start_prompt(
+            principal,
+            data["prompt"],
+            history_id=data.get("historyId"),
+            surface=surface,
+            agent=data.get("agent"),
+        )
+    return EventStreamResponse(_events(turn))
+
+
+def chat_router() -> APIRouter:
+    router = APIRouter(tags=["chat"])
+    router.add_api_route(
+        "/prompt",
+        prompt,
+        methods=["POST"],
+        name="prompt",
+        operation_id="prompt",
+        summary="Send a message or answer the pending ask; the turn streams as SSE",
+        description="Errors come before the stream starts, as problem JSON. Each event is one "
+        "`data: <JSON>` line and a blank line (see TurnEvent).",
+        response_class=EventStreamResponse,
+        status_code=200,
+        responses={
+            200: {
+                "description": "The turn's events, as server-sent events.",
+                "content": {"text/event-stream": {"schema": ref("TurnEvent")}},
+            },
+            **problems(400, 403, 404, 409, 413),
+        },
+        openapi_extra=body(ref("PromptRequest")),
+    )
+    return router

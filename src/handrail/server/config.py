@@ -1,0 +1,431 @@
+"""The server's configuration: a YAML file, then environment overrides.
+
+    database_url: sqlite:///handrail.db      # HANDRAIL_DATABASE_URL
+    blob_dir: handrail-files                 # HANDRAIL_BLOB_DIR
+    api_prefix: /api                         # HANDRAIL_API_PREFIX
+    model: openai:gpt-4.1-mini               # HANDRAIL_MODEL
+    host: 127.0.0.1                          # HANDRAIL_HOST
+    port: 8000                               # HANDRAIL_PORT
+    max_upload_bytes: 10485760
+    users:
+      - {id: alice, token_env: ALICE_TOKEN, admin: true}
+    agents:
+      - name: helper
+        instructions: You help people set up their billing.
+        asks: {kinds: [choice, confirm], maxFileSizeBytes: 5000000}
+      - import: "my_app.agents:support"
+
+Every mistake raises `ConfigError` whose message starts with the field's path (such as
+``users[1].token: required``) and says what to write instead. Unknown keys are mistakes too.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml  # type: ignore[import-untyped]  # no stubs in the allowed dependencies
+
+from ..asks.limits import DEFAULT_MAX_FILE_SIZE
+from ..errors import ConfigError
+from ..runtime.agent import Agent, AsksOptions
+from ..runtime.models import DEFAULT_MODEL
+
+__all__ = [
+    "DEFAULT_API_PREFIX",
+    "DEFAULT_DATABASE_URL",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ENV_VARS",
+    "ServerConfig",
+    "UserConfig",
+    "load_config",
+]
+
+DEFAULT_DATABASE_URL: Final = "sqlite:///handrail.db"
+DEFAULT_API_PREFIX: Final = "/api"
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8000
+
+#: The environment variables that override a setting of the file, by setting name.
+ENV_VARS: Final[Mapping[str, str]] = {
+    "database_url": "HANDRAIL_DATABASE_URL",
+    "blob_dir": "HANDRAIL_BLOB_DIR",
+    "api_prefix": "HANDRAIL_API_PREFIX",
+    "model": "HANDRAIL_MODEL",
+    "host": "HANDRAIL_HOST",
+    "port": "HANDRAIL_PORT",
+}
+
+_TOP_KEYS: Final = (
+    "database_url",
+    "blob_dir",
+    "api_prefix",
+    "model",
+    "host",
+    "port",
+    "max_upload_bytes",
+    "users",
+    "agents",
+)
+_USER_KEYS: Final = ("id", "token", "token_env", "admin")
+_AGENT_KEYS: Final = ("name", "instructions", "model", "asks")
+_ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
+_PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
+_IMPORT: Final = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserConfig:
+    """A user who may call the API: an id, a bearer token, and whether they are an admin."""
+
+    id: str
+    token: str = field(repr=False)
+    admin: bool = False
+
+
+@dataclass(kw_only=True)
+class ServerConfig:
+    """Everything `create_app` and ``handrail serve`` need.
+
+    Build it in Python, or read a YAML file with `load_config`. `model` is the model of every
+    agent that names none (``scripted``, ``openai:<model>`` or ``anthropic:<model>``).
+    `max_upload_bytes` caps each upload; None means the largest ``maxFileSizeBytes`` of the
+    agents' asks (10 MB by default).
+    """
+
+    users: Sequence[UserConfig]
+    agents: Sequence[Agent]
+    database_url: str = DEFAULT_DATABASE_URL
+    blob_dir: Path | None = None
+    api_prefix: str = DEFAULT_API_PREFIX
+    model: str = DEFAULT_MODEL
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    max_upload_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        self.users = tuple(self.users)
+        self.agents = tuple(self.agents)
+        self.api_prefix = _checked_prefix(self.api_prefix, "api_prefix")
+        if not self.users:
+            raise ConfigError(
+                "users: at least one user is required, such as "
+                "users: [{id: alice, token_env: ALICE_TOKEN}]"
+            )
+        seen_ids: set[str] = set()
+        seen_tokens: set[str] = set()
+        for index, user in enumerate(self.users):
+            if user.id in seen_ids:
+                raise ConfigError(f"users[{index}].id: {user.id!r} is used twice; ids are unique")
+            if user.token in seen_tokens:
+                raise ConfigError(
+                    f"users[{index}].token: the same token as another user; give each user "
+                    "their own token"
+                )
+            seen_ids.add(user.id)
+            seen_tokens.add(user.token)
+        if not self.agents:
+            raise ConfigError(
+                "agents: at least one agent is required, such as "
+                "agents: [{name: helper, instructions: ..., asks: true}]"
+            )
+        names: set[str] = set()
+        for index, agent in enumerate(self.agents):
+            if not isinstance(agent, Agent):
+                raise ConfigError(f"agents[{index}]: {agent!r} is not a handrail Agent")
+            if agent.name in names:
+                raise ConfigError(
+                    f"agents[{index}].name: {agent.name!r} is used twice; names are unique"
+                )
+            names.add(agent.name)
+        if not isinstance(self.port, int) or isinstance(self.port, bool):
+            raise ConfigError("port: must be a whole number from 1 to 65535")
+        if not 1 <= self.port <= 65535:
+            raise ConfigError(f"port: {self.port} is not from 1 to 65535")
+        if self.max_upload_bytes is not None and (
+            isinstance(self.max_upload_bytes, bool)
+            or not isinstance(self.max_upload_bytes, int)
+            or self.max_upload_bytes < 1
+        ):
+            raise ConfigError("max_upload_bytes: must be a positive whole number of bytes")
+
+    @property
+    def upload_cap(self) -> int:
+        """The per-file cap of ``POST /files/upload``, in bytes."""
+        if self.max_upload_bytes is not None:
+            return self.max_upload_bytes
+        caps = [a.asks.max_file_size_bytes for a in self.agents if a.asks is not None]
+        return max(caps, default=DEFAULT_MAX_FILE_SIZE)
+
+    @property
+    def asks_enabled(self) -> bool:
+        """Whether any agent has asks on (the headless endpoints exist only then)."""
+        return any(agent.asks is not None for agent in self.agents)
+
+    def resolved_agents(self) -> list[Agent]:
+        """The agents, each with a model: one that names none gets `model` (a copy, so the
+        caller's object is left as it is)."""
+        out: list[Agent] = []
+        for agent in self.agents:
+            if agent.model is None:
+                agent = copy.copy(agent)
+                agent.model = self.model
+            out.append(agent)
+        return out
+
+    @classmethod
+    def from_mapping(cls, data: Any, *, env: Mapping[str, str] | None = None) -> ServerConfig:
+        """A config from parsed YAML (a mapping), then the environment overrides of `env`
+        (default: ``os.environ``)."""
+        environ = os.environ if env is None else env
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                "the configuration must be a mapping of settings, such as "
+                "'users: [...]' and 'agents: [...]' on their own lines"
+            )
+        _no_unknown_keys(data, _TOP_KEYS, "")
+        values: dict[str, Any] = {}
+        for key in ("database_url", "api_prefix", "model", "host"):
+            if key in data:
+                values[key] = _string(data[key], key)
+        if "blob_dir" in data:
+            values["blob_dir"] = Path(_string(data["blob_dir"], "blob_dir"))
+        if "port" in data:
+            values["port"] = _port(data["port"], "port")
+        if "max_upload_bytes" in data:
+            values["max_upload_bytes"] = _positive_int(data["max_upload_bytes"], "max_upload_bytes")
+        for key, var in ENV_VARS.items():
+            raw = environ.get(var)
+            if raw is None or not raw.strip():
+                continue
+            raw = raw.strip()
+            if key == "port":
+                values[key] = _port(raw, var)
+            elif key == "blob_dir":
+                values[key] = Path(raw)
+            elif key == "api_prefix":
+                values[key] = _checked_prefix(raw, var)
+            else:
+                values[key] = raw
+        values["users"] = _users(data.get("users"), environ)
+        values["agents"] = _agents(data.get("agents"))
+        return cls(**values)
+
+
+def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> ServerConfig:
+    """Read the YAML file at `path`, apply the environment overrides, and check it all."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; pass the path of a YAML config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+    try:
+        return ServerConfig.from_mapping(data, env=env)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def _where(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _no_unknown_keys(data: Mapping[Any, Any], known: Iterable[str], path: str) -> None:
+    known = tuple(known)
+    for key in data:
+        if key not in known:
+            raise ConfigError(
+                f"{_where(path, str(key))}: unknown setting; the settings here are "
+                f"{', '.join(known)}"
+            )
+
+
+def _string(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{path}: must be a non-empty string")
+    return value.strip()
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: must be true or false")
+    return value
+
+
+def _positive_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{path}: must be a positive whole number")
+    return value
+
+
+def _port(value: Any, path: str) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ConfigError(f"{path}: must be a whole number from 1 to 65535, not {value!r}")
+    return value
+
+
+def _checked_prefix(value: Any, path: str) -> str:
+    """``/api`` style: empty (routes at the root) or slash-separated path segments, with no
+    trailing slash. A trailing slash is dropped; ``/`` means the root."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: must be a string such as /api")
+    prefix = value.strip().rstrip("/")
+    if prefix and not prefix.startswith("/"):
+        raise ConfigError(f"{path}: {value!r} must start with '/', such as /api")
+    if not _PREFIX.fullmatch(prefix):
+        raise ConfigError(
+            f"{path}: {value!r} is not a plain URL path; use letters, digits, '.', '_', '~' "
+            "and '-' between slashes, such as /api or /handrail/api"
+        )
+    return prefix
+
+
+def _list(value: Any, path: str, example: str) -> list[Any]:
+    if value is None:
+        raise ConfigError(f"{path}: required; add a list such as {example}")
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: must be a list, such as {example}")
+    return value
+
+
+def _users(value: Any, env: Mapping[str, str]) -> list[UserConfig]:
+    entries = _list(value, "users", "[{id: alice, token_env: ALICE_TOKEN}]")
+    users: list[UserConfig] = []
+    for index, entry in enumerate(entries):
+        path = f"users[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{path}: must be a mapping such as {{id: alice, token: ...}}")
+        _no_unknown_keys(entry, _USER_KEYS, path)
+        if "id" not in entry:
+            raise ConfigError(f"{path}.id: required; the user's id, such as alice")
+        user_id = _string(entry["id"], f"{path}.id")
+        if "token" in entry and "token_env" in entry:
+            raise ConfigError(f"{path}: give token or token_env, not both")
+        if "token_env" in entry:
+            var = _string(entry["token_env"], f"{path}.token_env")
+            token = env.get(var, "").strip()
+            if not token:
+                raise ConfigError(
+                    f"{path}.token_env: the environment variable {var} is not set or is "
+                    "empty; set it to the user's token"
+                )
+        elif "token" in entry:
+            token = _string(entry["token"], f"{path}.token")
+        else:
+            raise ConfigError(
+                f"{path}.token: required; give the bearer token as token, or name an "
+                "environment variable that holds it as token_env"
+            )
+        admin = _bool(entry.get("admin", False), f"{path}.admin")
+        users.append(UserConfig(id=user_id, token=token, admin=admin))
+    return users
+
+
+def _agents(value: Any) -> list[Agent]:
+    entries = _list(value, "agents", "[{name: helper, instructions: ..., asks: true}]")
+    agents: list[Agent] = []
+    for index, entry in enumerate(entries):
+        path = f"agents[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{path}: must be a mapping such as {{name: helper, ...}}")
+        if "import" in entry:
+            _no_unknown_keys(entry, ("import",), path)
+            agents.extend(_imported_agents(entry["import"], f"{path}.import"))
+            continue
+        _no_unknown_keys(entry, (*_AGENT_KEYS, "import"), path)
+        if "name" not in entry:
+            raise ConfigError(f"{path}.name: required; the agent's name, such as helper")
+        name = _string(entry["name"], f"{path}.name")
+        instructions = entry.get("instructions", "")
+        if not isinstance(instructions, str):
+            raise ConfigError(f"{path}.instructions: must be a string")
+        model = _string(entry["model"], f"{path}.model") if "model" in entry else None
+        asks = _asks(entry.get("asks", True), f"{path}.asks")
+        try:
+            agents.append(Agent(name, instructions=instructions, model=model, asks=asks))
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+    return agents
+
+
+def _asks(value: Any, path: str) -> AsksOptions | None:
+    if isinstance(value, bool):
+        return AsksOptions.coerce(value)
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{path}: must be true, false, or a mapping such as "
+            "{kinds: [choice, confirm], maxFileSizeBytes: 5000000}"
+        )
+    _no_unknown_keys(value, _ASKS_KEYS, path)
+    kinds = value.get("kinds")
+    if kinds is not None and (
+        not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds)
+    ):
+        raise ConfigError(f"{path}.kinds: must be a list of kinds, such as [choice, confirm]")
+    if "maxFileSizeBytes" in value:
+        _positive_int(value["maxFileSizeBytes"], f"{path}.maxFileSizeBytes")
+    options: dict[str, Any] = {}
+    if kinds is not None:
+        options["kinds"] = kinds
+    if "maxFileSizeBytes" in value:
+        options["maxFileSizeBytes"] = value["maxFileSizeBytes"]
+    try:
+        return AsksOptions.coerce(options)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith("asks.kinds "):
+            raise ConfigError(f"{path}.kinds: {message.removeprefix('asks.kinds ')}") from None
+        raise ConfigError(f"{path}: {message}") from None
+
+
+def _imported_agents(value: Any, path: str) -> list[Agent]:
+    if not isinstance(value, str) or not _IMPORT.fullmatch(value.strip()):
+        raise ConfigError(
+            f"{path}: must name an Agent (or a list of them) as 'package.module:attribute'"
+        )
+    module_name, _, attribute = value.strip().partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"{path}: cannot import {module_name!r} ({type(exc).__name__}: {exc}); check the "
+            "name and that the package is installed in this environment"
+        ) from None
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigError(f"{path}: {module_name!r} has no attribute {attribute!r}") from None
+    if isinstance(target, Agent):
+        return [target]
+    if isinstance(target, (list, tuple)) and target and all(isinstance(a, Agent) for a in target):
+        return list(target)
+    raise ConfigError(
+        f"{path}: {value.strip()!r} is a {type(target).__name__}, not an Agent or a non-empty "
+        "list of Agents"
+    )

@@ -1,0 +1,397 @@
+"""The history routes: create, list, read, update and delete conversations, list the caller's
+pending asks, and the headless ``turn`` action.
+
+Owners only. An admin may read another user's history (``GET /histories/{id}``) but never
+change it, delete it or speak in it: a turn speaks as the conversation's owner.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import JSONResponse
+
+from ..asks import ASK_SURFACES
+from ..errors import BadRequest, Forbidden, NotFound, ProblemError
+from ..runtime.turn import Principal, Turn
+from ..store.records import History
+from .auth import current_principal
+from .bodies import NO_BODY, read_json, runtime_of, store_of
+from .openapi import body, json_ok, problems, ref
+from .problems import ok
+from .views import history_json, pending_ask_summary
+
+__all__ = ["histories_router"]
+
+Caller = Annotated[Principal, Depends(current_principal)]
+HistoryId = Annotated[str, Path(alias="id", description="The history's id.")]
+
+TITLE_MAX: Final = 200
+#: Fields of a history that a create or update body may carry but that only the server sets.
+READ_ONLY_FIELDS: Final = frozenset(
+    {"id", "userId", "created", "updated", "pendingAsk", "rows", "version"}
+)
+TURN_FIELDS: Final = ("prompt", "askResponse", "toolCallId", "buttonId", "surface")
+NOT_AUTHORIZED: Final = "Not authorized to access this history"
+NOT_FOUND_CODE: Final = "document-not-found"
+ACCESS_DENIED_CODE: Final = "action-access-denied"
+TURN_CODE: Final = "action-body-validation-failed"
+
+
+# --- access ----------------------------------------------------------------------------------
+
+
+def _not_found(history_id: str) -> NotFound:
+    return NotFound(
+        "Document not found", f"No history has the id {history_id!r}.", code=NOT_FOUND_CODE
+    )
+
+
+async def _history(request: Request, history_id: str) -> History:
+    history = await store_of(request).histories.get(history_id)
+    if history is None:
+        raise _not_found(history_id)
+    return history
+
+
+async def readable_history(request: Request, principal: Principal, history_id: str) -> History:
+    """The history when the caller owns it or is an admin."""
+    history = await _history(request, history_id)
+    if history.owner_id != principal.user_id and not principal.is_admin:
+        raise Forbidden(NOT_AUTHORIZED, "The history belongs to another user.")
+    return history
+
+
+async def owned_history(request: Request, principal: Principal, history_id: str) -> History:
+    """The history when the caller owns it (admins included: a change speaks as the owner)."""
+    history = await _history(request, history_id)
+    if history.owner_id != principal.user_id:
+        detail = "The history belongs to another user."
+        if principal.is_admin:
+            detail += " An admin may read it but not change it."
+        raise Forbidden(NOT_AUTHORIZED, detail)
+    return history
+
+
+# --- bodies ----------------------------------------------------------------------------------
+
+
+def _invalid(fields: dict[str, str], code: str = "body-validation-failed") -> BadRequest:
+    return BadRequest(
+        "Validation failed",
+        "The body does not have the shape this route takes. See fields.",
+        code=code,
+        fields=fields,
+    )
+
+
+async def _history_body(request: Request, *, create: bool) -> dict[str, Any]:
+    """``{title?, agent?}`` (agent only on create). Read-only fields are dropped; any other
+    field is a 400."""
+    data = await read_json(request, invalid=lambda message: _invalid({"body": message}))
+    if data is NO_BODY:
+        return {}
+    if not isinstance(data, dict):
+        raise _invalid({"body": "must be a JSON object"})
+    allowed = ("title", "agent") if create else ("title",)
+    fields: dict[str, str] = {}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in READ_ONLY_FIELDS:
+            continue
+        if key not in allowed:
+            fields[key] = (
+                "is not a field you can set; the fields are " + ", ".join(allowed)
+                if not (key == "agent" and not create)
+                else "cannot be changed after the history is created"
+            )
+            continue
+        if key == "title":
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                fields[key] = "must be a non-empty string, or null to clear it"
+            elif isinstance(value, str) and len(value) > TITLE_MAX:
+                fields[key] = f"must be at most {TITLE_MAX} characters"
+            else:
+                out[key] = value.strip() if isinstance(value, str) else None
+        elif key == "agent":
+            if not isinstance(value, str) or not value:
+                fields[key] = "must be the name of an agent"
+            else:
+                out[key] = value
+    if fields:
+        raise _invalid(fields)
+    return out
+
+
+# --- routes ----------------------------------------------------------------------------------
+
+
+async def create_history(request: Request, principal: Caller) -> JSONResponse:
+    values = await _history_body(request, create=True)
+    agent = runtime_of(request).agent_named(values.get("agent"))
+    history = await store_of(request).histories.create(
+        principal.user_id, agent=agent.name, title=values.get("title")
+    )
+    return ok(request, history_json(history, []), status_code=201)
+
+
+async def list_histories(request: Request, principal: Caller) -> JSONResponse:
+    histories = await store_of(request).histories.list(principal.user_id)
+    return ok(request, [history_json(history) for history in histories])
+
+
+async def list_pending_asks(request: Request, principal: Caller) -> JSONResponse:
+    histories = await store_of(request).histories.pending(principal.user_id)
+    return ok(
+        request,
+        [pending_ask_summary(h) for h in histories if h.pending_ask is not None],
+    )
+
+
+async def read_history(request: Request, principal: Caller, history_id: HistoryId) -> JSONResponse:
+    await readable_history(request, principal, history_id)
+    loaded = await store_of(request).histories.load(history_id)
+    if loaded is None:
+        raise _not_found(history_id)
+    history, rows = loaded
+    return ok(request, history_json(history, rows))
+
+
+async def update_history(
+    request: Request, principal: Caller, history_id: HistoryId
+) -> JSONResponse:
+    await owned_history(request, principal, history_id)
+    values = await _history_body(request, create=False)
+    store = store_of(request)
+    if "title" in values:
+        await store.histories.update_title(history_id, values["title"])
+    loaded = await store.histories.load(history_id)
+    if loaded is None:
+        raise _not_found(history_id)
+    history, rows = loaded
+    return ok(request, history_json(history, rows))
+
+
+async def delete_history(
+    request: Request, principal: Caller, history_id: HistoryId
+) -> JSONResponse:
+    await owned_history(request, principal, history_id)
+    await store_of(request).histories.delete(history_id)
+    return ok(request, {"id": history_id, "deleted": True})
+
+
+# --- the headless turn -------------------------------------------------------------------------
+
+
+def _turn_body(data: Any) -> dict[str, Any]:
+    """Exactly one of ``{prompt}``, ``{askResponse}`` or ``{toolCallId, buttonId}``, plus an
+    optional ``surface``; anything else is 400 ``Validation failed`` with ``fields``."""
+    if data is NO_BODY or not isinstance(data, dict):
+        raise _invalid(
+            {"body": "must be a JSON object with prompt, askResponse, or toolCallId and buttonId"},
+            TURN_CODE,
+        )
+    fields: dict[str, str] = {}
+    for key in data:
+        if key not in TURN_FIELDS:
+            fields[key] = "is not a field of the turn body; the fields are " + ", ".join(
+                TURN_FIELDS
+            )
+    if "surface" in data and data["surface"] not in ASK_SURFACES:
+        fields["surface"] = "must be one of " + ", ".join(ASK_SURFACES)
+    shapes = [
+        name
+        for name, present in (
+            ("prompt", "prompt" in data),
+            ("askResponse", "askResponse" in data),
+            ("button", "toolCallId" in data or "buttonId" in data),
+        )
+        if present
+    ]
+    one_of = "send exactly one of prompt, askResponse, or toolCallId with buttonId"
+    if not shapes:
+        fields.setdefault("prompt", f"is required: {one_of}")
+    elif len(shapes) > 1:
+        for name in shapes:
+            key = "toolCallId" if name == "button" else name
+            fields.setdefault(key, one_of)
+    if "prompt" in data:
+        prompt = data["prompt"]
+        if not isinstance(prompt, str) or not prompt.strip():
+            fields.setdefault("prompt", "must be a non-empty string")
+    if "askResponse" in data:
+        answer = data["askResponse"]
+        if not isinstance(answer, dict):
+            fields.setdefault("askResponse", "must be an object")
+        elif not isinstance(answer.get("toolCallId"), str) or not answer["toolCallId"]:
+            fields.setdefault("askResponse.toolCallId", "is required: the pending ask's id")
+    if "toolCallId" in data or "buttonId" in data:
+        for key in ("toolCallId", "buttonId"):
+            value = data.get(key)
+            if key not in data:
+                fields.setdefault(key, "is required with " + _other(key))
+            elif not isinstance(value, str) or not value:
+                fields.setdefault(key, "must be a non-empty string")
+    if fields:
+        raise _invalid(dict(sorted(fields.items())), TURN_CODE)
+    return data
+
+
+def _other(key: str) -> str:
+    return "buttonId" if key == "toolCallId" else "toolCallId"
+
+
+def _headless_problem(exc: ProblemError, principal: Principal, history_id: str) -> ProblemError:
+    """The runtime's 404 and 403 with the titles and codes of the headless table."""
+    if exc.status == 404:
+        return _not_found(history_id)
+    if exc.status == 403 and exc.title == NOT_AUTHORIZED and not principal.is_admin:
+        return Forbidden(
+            "Access denied", "The history belongs to another user.", code=ACCESS_DENIED_CODE
+        )
+    return exc
+
+
+async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JSONResponse:
+    data = await read_json(request, invalid=lambda m: _invalid({"body": m}, TURN_CODE))
+    checked = _turn_body(data)
+    history = await store_of(request).histories.get(history_id)
+    if history is None:
+        raise _not_found(history_id)
+    if history.owner_id != principal.user_id:
+        if principal.is_admin:
+            raise Forbidden(
+                NOT_AUTHORIZED,
+                "A turn speaks as the conversation's owner; an admin cannot send one to "
+                "another user's history.",
+            )
+        raise Forbidden(
+            "Access denied", "The history belongs to another user.", code=ACCESS_DENIED_CODE
+        )
+    runtime = runtime_of(request)
+    surface = checked.get("surface", "full")
+    started: Turn
+    try:
+        if "prompt" in checked:
+            started = await runtime.start_prompt(
+                principal, checked["prompt"], history_id=history_id, surface=surface
+            )
+        elif "askResponse" in checked:
+            started = await runtime.start_answer(
+                principal, history_id, checked["askResponse"], surface=surface
+            )
+        else:
+            started = await runtime.start_button(
+                principal,
+                history_id,
+                checked["toolCallId"],
+                checked["buttonId"],
+                surface=surface,
+            )
+    except ProblemError as exc:
+        raise _headless_problem(exc, principal, history_id) from None
+    # The turn runs as its own task: a client that disconnects now does not stop it.
+    result = await started.result()
+    return ok(request, result.to_json())
+
+
+def histories_router(*, asks_enabled: bool) -> APIRouter:
+    """The routes under ``/histories``. ``pendingAsks`` and ``turn`` (the headless endpoints)
+    exist only when an agent has asks on."""
+    router = APIRouter(tags=["histories"])
+    router.add_api_route(
+        "/histories",
+        create_history,
+        methods=["POST"],
+        name="createHistory",
+        operation_id="createHistory",
+        summary="Start a conversation",
+        status_code=201,
+        responses={**json_ok(ref("History"), "The new history.", 201), **problems(400)},
+        openapi_extra=body(ref("HistoryCreate"), required=False),
+    )
+    router.add_api_route(
+        "/histories",
+        list_histories,
+        methods=["GET"],
+        name="listHistories",
+        operation_id="listHistories",
+        summary="The caller's conversations, newest first",
+        responses={
+            **json_ok({"type": "array", "items": ref("HistorySummary")}, "The histories."),
+            **problems(),
+        },
+    )
+    if asks_enabled:
+        router.add_api_route(
+            "/histories/pendingAsks",
+            list_pending_asks,
+            methods=["GET"],
+            name="listPendingAsks",
+            operation_id="listPendingAsks",
+            summary="The caller's pending asks, newest first",
+            responses={
+                **json_ok({"type": "array", "items": ref("PendingAsk")}, "The pending asks."),
+                **problems(),
+            },
+        )
+    router.add_api_route(
+        "/histories/{id}",
+        read_history,
+        methods=["GET"],
+        name="readHistory",
+        operation_id="readHistory",
+        summary="A conversation with its rows and pending ask",
+        responses={
+            **json_ok(ref("History"), "The history."),
+            **problems(403, 404, notes={403: "Another user's history (admins may read it)."}),
+        },
+    )
+    router.add_api_route(
+        "/histories/{id}",
+        update_history,
+        methods=["PATCH"],
+        name="updateHistory",
+        operation_id="updateHistory",
+        summary="Change a conversation's title",
+        responses={**json_ok(ref("History"), "The history."), **problems(400, 403, 404)},
+        openapi_extra=body(ref("HistoryUpdate")),
+    )
+    router.add_api_route(
+        "/histories/{id}",
+        delete_history,
+        methods=["DELETE"],
+        name="deleteHistory",
+        operation_id="deleteHistory",
+        summary="Delete a conversation (soft delete)",
+        responses={
+            **json_ok(
+                {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "deleted": {"const": True}},
+                    "required": ["id", "deleted"],
+                },
+                "The history is deleted.",
+            ),
+            **problems(403, 404),
+        },
+    )
+    if asks_enabled:
+        router.add_api_route(
+            "/histories/{id}/turn",
+            turn,
+            methods=["POST"],
+            name="turn",
+            operation_id="turn",
+            summary="Run a turn and get its result as JSON (headless)",
+            description="Send exactly one of {prompt}, {askResponse} or {toolCallId, buttonId}, "
+            "plus an optional surface. Returns once the turn finishes; a client that "
+            "disconnects does not stop it.",
+            responses={
+                **json_ok(ref("TurnResult"), "What the turn did."),
+                **problems(400, 403, 404, 409),
+            },
+            openapi_extra=body(ref("TurnRequest")),
+        )
+    return router

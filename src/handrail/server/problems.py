@@ -1,0 +1,200 @@
+"""Responses: ``{data, requestId}`` on success, problem JSON on error, and the request id.
+
+Every request gets a fresh id (a UUID4), sent back in the ``X-Request-Id`` header and in every
+JSON body as ``requestId``. Errors are ``application/problem+json`` bodies
+``{status, title, detail, code?, fields?, requestId}``:
+
+- a `ProblemError` as it is (its status, the spec's title, code and fields);
+- a body that fails FastAPI's validation as 400 ``Validation failed`` with ``fields``;
+- any other HTTP error of Starlette (an unknown route, a method not allowed) with the HTTP
+  reason as its title;
+- anything else as 500 ``Internal Server Error``: the exception is logged with the request id,
+  and the client never sees a traceback or the exception's text.
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+import uuid
+from typing import Any, Final
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import ProblemError
+
+__all__ = [
+    "PROBLEM_JSON",
+    "CatchAllMiddleware",
+    "RequestIdMiddleware",
+    "install_problem_handlers",
+    "ok",
+    "problem_response",
+    "request_id_of",
+]
+
+log = logging.getLogger("handrail.server")
+
+PROBLEM_JSON: Final = "application/problem+json"
+REQUEST_ID_HEADER: Final = "X-Request-Id"
+
+
+def request_id_of(scope_or_request: Request | Scope) -> str:
+    """The id `RequestIdMiddleware` gave this request (a new one outside it)."""
+    scope = scope_or_request.scope if isinstance(scope_or_request, Request) else scope_or_request
+    state = scope.get("state")
+    if isinstance(state, dict) and isinstance(state.get("request_id"), str):
+        return str(state["request_id"])
+    return str(uuid.uuid4())
+
+
+def ok(request: Request, data: Any, *, status_code: int = 200) -> JSONResponse:
+    """A success body: ``{data, requestId}``."""
+    return JSONResponse({"data": data, "requestId": request_id_of(request)}, status_code)
+
+
+def problem_response(
+    scope: Request | Scope, problem: dict[str, Any], *, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """A problem JSON response for `problem` (which holds at least ``status`` and ``title``)."""
+    status = int(problem["status"])
+    body = {**problem, "requestId": request_id_of(scope)}
+    body.setdefault("detail", problem["title"])
+    extra = dict(headers or {})
+    if status == 401:
+        extra.setdefault("WWW-Authenticate", "Bearer")
+    return JSONResponse(body, status, headers=extra, media_type=PROBLEM_JSON)
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+async def _on_problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProblemError)
+    return problem_response(request, exc.to_problem())
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    title = _reason(status)
+    detail = exc.detail if isinstance(exc.detail, str) and exc.detail != title else None
+    if status == 404 and detail is None:
+        detail = f"No route matches {request.method} {request.url.path}."
+    elif status == 405 and detail is None:
+        allowed = (exc.headers or {}).get("Allow")
+        detail = f"{request.method} is not allowed on {request.url.path}" + (
+            f"; use {allowed}." if allowed else "."
+        )
+    headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
+    problem = {"status": status, "title": title, "detail": detail or title}
+    return problem_response(request, problem, headers=headers)
+
+
+def validation_fields(errors: Any) -> dict[str, str]:
+    """FastAPI's validation errors as ``{field: message}`` (the field as a dotted path without
+    the leading ``body``, ``query`` or ``path``)."""
+    fields: dict[str, str] = {}
+    for error in errors:
+        location = [str(part) for part in error.get("loc", ())]
+        if location and location[0] in ("body", "query", "path", "header", "cookie"):
+            location = location[1:] or [location[0]]
+        key = ".".join(location) or "body"
+        fields.setdefault(key, str(error.get("msg", "is not valid")))
+    return fields
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    problem = {
+        "status": 400,
+        "title": "Validation failed",
+        "detail": "The request does not match what this route takes. See fields.",
+        "code": "body-validation-failed",
+        "fields": validation_fields(exc.errors()),
+    }
+    return problem_response(request, problem)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Turn every error into problem JSON (see the module docstring)."""
+    app.add_exception_handler(ProblemError, _on_problem)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+
+
+class RequestIdMiddleware:
+    """Give each HTTP request a UUID4 (``request.state.request_id``) and send it back in the
+    ``X-Request-Id`` header."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = str(uuid.uuid4())
+        state = scope.get("state")
+        if not isinstance(state, dict):
+            state = {}
+            scope["state"] = state
+        state["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class CatchAllMiddleware:
+    """The last line: an exception no handler took becomes 500 ``Internal Server Error``.
+
+    The exception is logged with its traceback and the request id; the client gets only the
+    title, a generic detail and the request id to quote. When the response had already started
+    (a stream that broke), the error is logged and the response ends where it is.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception:
+            log.exception(
+                "unhandled error in %s %s (request %s)",
+                scope.get("method"),
+                scope.get("path"),
+                request_id_of(scope),
+            )
+            if started:
+                return
+            problem = {
+                "status": 500,
+                "title": "Internal Server Error",
+                "detail": "The server failed. Quote the requestId when you report it.",
+            }
+            await problem_response(scope, problem)(scope, receive, send)

@@ -1,0 +1,126 @@
+"""Uploaded files: bytes in the blob store, never in a row."""
+
+from __future__ import annotations
+
+import datetime as dt
+import stat
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from handrail.errors import NotFound
+from handrail.store import BlobMissing, BlobStore, LocalBlobStore, Store
+from handrail.store.tables import files
+
+PAYLOAD = b"%PDF-1.7 secret invoice bytes \x00\xff" * 100
+
+
+async def test_bytes_round_trip(store: Store) -> None:
+    record = await store.files.create("u1", "invoice.pdf", "application/pdf", PAYLOAD)
+    assert len(record.id) == 24
+    assert (record.owner_id, record.filename, record.mime_type) == (
+        "u1",
+        "invoice.pdf",
+        "application/pdf",
+    )
+    assert record.size == len(PAYLOAD)
+    assert record.deleted is False
+    assert record.created.utcoffset() == dt.timedelta(0)
+    got = await store.files.get(record.id)
+    assert got == record
+    assert await store.files.read(got) == PAYLOAD
+    assert await store.blobs.get(record.blob_key) == PAYLOAD
+
+
+async def test_empty_file(store: Store) -> None:
+    record = await store.files.create("u1", "empty.txt", "text/plain", b"")
+    assert record.size == 0
+    assert await store.files.read(record) == b""
+
+
+async def test_the_row_holds_no_bytes(store: Store) -> None:
+    record = await store.files.create("u1", "a.bin", "application/octet-stream", PAYLOAD)
+    async with store.db.read() as connection:
+        row = (await connection.execute(select(files).where(files.c.id == record.id))).one()
+    for value in row:
+        assert not isinstance(value, bytes | bytearray | memoryview)
+        assert "secret invoice" not in str(value)
+    assert set(row._mapping) == {
+        "id",
+        "owner_id",
+        "filename",
+        "mime_type",
+        "size",
+        "blob_key",
+        "created",
+        "deleted_at",
+    }
+
+
+async def test_deleted_files_are_gone(store: Store) -> None:
+    record = await store.files.create("u1", "a.txt", "text/plain", b"hello")
+    keep = await store.files.create("u1", "b.txt", "text/plain", b"world")
+    await store.files.delete(record.id)
+    assert await store.files.get(record.id) is None
+    deleted = await store.files.get(record.id, include_deleted=True)
+    assert deleted is not None
+    assert deleted.deleted is True
+    with pytest.raises(NotFound):
+        await store.files.read(record)
+    with pytest.raises(BlobMissing):
+        await store.blobs.get(record.blob_key)
+    with pytest.raises(NotFound):
+        await store.files.delete(record.id)
+    with pytest.raises(NotFound):
+        await store.files.delete("0" * 24)
+    assert await store.files.get("0" * 24) is None
+    assert await store.files.read(keep) == b"world"
+
+
+# --- the local blob store -----------------------------------------------------------------------
+
+
+async def test_local_blobs_are_private_files(tmp_path: Path) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    assert isinstance(blobs, BlobStore)
+    await blobs.put("abc123", b"one")
+    await blobs.put("abc123", b"two")  # replaced whole
+    assert await blobs.get("abc123") == b"two"
+    path = tmp_path / "blobs" / "abc123"
+    assert path.read_bytes() == b"two"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "blobs").stat().st_mode) == 0o700
+    assert sorted(p.name for p in (tmp_path / "blobs").iterdir()) == ["abc123"]  # no temp files
+    await blobs.delete("abc123")
+    await blobs.delete("abc123")  # missing is fine
+    with pytest.raises(BlobMissing):
+        await blobs.get("abc123")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "",
+        ".",
+        "..",
+        "../x",
+        "a/../../x",
+        "/etc/passwd",
+        "a/b",
+        "a\\b",
+        ".hidden",
+        "x\x00y",
+        "é",
+        "a" * 201,
+    ],
+)
+async def test_keys_cannot_leave_the_folder(tmp_path: Path, key: str) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    with pytest.raises(ValueError, match="Invalid blob key"):
+        await blobs.put(key, b"x")
+    with pytest.raises(ValueError, match="Invalid blob key"):
+        await blobs.get(key)
+    with pytest.raises(ValueError, match="Invalid blob key"):
+        await blobs.delete(key)
+    assert list(tmp_path.rglob("*")) == []
