@@ -29,6 +29,7 @@ typecheck:
 
 # pytest exits 5 when it collects no tests; that is a failure here too, never a silent pass.
 pytest:
+	scripts/ensure-postgres.sh
 	$(BIN)/python -m pytest -W error
 
 schemas: venv

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from _pg import postgres_cluster  # noqa: F401 (a fixture: the session's throwaway PostgreSQL)
+
 CONFORMANCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "terreno"
 
 
@@ -44,3 +46,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if not files:
                 pytest.fail(f"No fixtures in {CONFORMANCE_DIR / folder}.", pytrace=False)
             metafunc.parametrize(name, files, ids=[f.name for f in files])
+
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each test that takes it runs on both databases."""
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """An empty database on `backend`, as a plain (non-async) URL: a SQLite file in
+    ``tmp_path``, or a fresh database in the session's throwaway PostgreSQL cluster."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'handrail.db'}"
+    cluster = request.getfixturevalue("postgres_cluster")
+    return str(cluster.new_database_url()).replace("+asyncpg", "", 1)

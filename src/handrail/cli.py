@@ -3,6 +3,7 @@
 Each subcommand is one ``_add_<name>`` function that registers its parser and sets ``run``, the
 function that carries it out and returns the exit status. `main` parses and dispatches.
 
+    handrail serve              run the HTTP API (``--config handrail.yaml``)
     handrail schemas            write the JSON Schema documents into handrail/asks/schemas/
     handrail schemas --check    exit 1 when a committed document is out of date
 """
@@ -66,6 +67,86 @@ def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(run=_run_schemas)
 
 
+def _run_serve(args: argparse.Namespace) -> int:
+    # Imported here so that other commands never pay for the server's dependencies.
+    from .errors import ConfigError
+    from .server.config import default_config, load_config
+
+    generated = False
+    try:
+        if args.config is not None:
+            config = load_config(args.config)
+        else:
+            config, generated = default_config()
+        if args.host is not None:
+            config.host = args.host
+        if args.port is not None:
+            config.port = args.port
+        config.check_models()
+    except ConfigError as exc:
+        print(f"handrail serve: {exc}", file=sys.stderr)
+        return 2
+
+    import uvicorn
+
+    from .server.app import create_app
+
+    app = create_app(config)
+    where = f"http://{config.host}:{config.port}{config.api_prefix}"
+    print(f"handrail: serving {where} (OpenAPI at /openapi.json)", flush=True)
+    if args.config is None:
+        print(
+            "handrail: no --config, so the defaults: SQLite file handrail.db here, "
+            f"model {config.model!r}, one user 'demo'.",
+            flush=True,
+        )
+        if generated:
+            token = config.users[0].token
+            print(
+                f"handrail: HANDRAIL_TOKEN is not set; the demo user's token for this run is "
+                f"{token}\n  curl -H 'Authorization: Bearer {token}' {where}/histories",
+                flush=True,
+            )
+    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not from 1 to 65535")
+    return value
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="run the HTTP API",
+        description=(
+            "Run handrail's HTTP API with uvicorn. Settings come from the YAML file of "
+            "--config, then the HANDRAIL_* environment variables, then --host and --port. "
+            "Without --config: a SQLite file handrail.db in the working folder, the scripted "
+            "model (not AI), and one user 'demo' whose token is HANDRAIL_TOKEN (or a new one, "
+            "printed at start)."
+        ),
+    )
+    parser.add_argument(
+        "--config", type=Path, default=None, metavar="FILE", help="the YAML config file"
+    )
+    parser.add_argument("--host", default=None, help="the address to listen on")
+    parser.add_argument("--port", type=_port, default=None, help="the port to listen on")
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default: info)",
+    )
+    parser.set_defaults(run=_run_serve)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``handrail``, with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -74,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"handrail {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="<command>")
+    _add_serve(commands)
     _add_schemas(commands)
     return parser
 

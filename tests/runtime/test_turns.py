@@ -101,8 +101,9 @@ class FlakyModel:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(f"sqlite:///{tmp_path / 'handrail.db'}", blob_dir=tmp_path / "files")
+async def store(database_url: str, tmp_path: Path) -> AsyncIterator[Store]:
+    """A store on each backend: every runtime test runs on SQLite and on PostgreSQL."""
+    s = await Store.open(database_url, blob_dir=tmp_path / "files")
     yield s
     await s.close()
 

@@ -418,7 +418,7 @@ class Runtime:
                 ),
                 expected_version=run.history.version,
             )
-        except Conflict:
+        except (Conflict, NotFound):
             return False
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
@@ -546,6 +546,10 @@ class Runtime:
                 )
             except Conflict:
                 continue
+            except NotFound:
+                await run.turn.emit(error_event("The conversation was deleted during the turn."))
+                await run.turn.emit(done_event(history_id))
+                return
             break
         run.turn.title = title
         if pending is not None:
@@ -593,6 +597,8 @@ class Runtime:
                     )
                 except Conflict:
                     continue
+                except NotFound:
+                    break
                 run.turn.title = current.title or _title_for(run)
                 break
         await run.turn.emit(error_event(message))

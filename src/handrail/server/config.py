@@ -25,6 +25,7 @@ import copy
 import importlib
 import os
 import re
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ import yaml  # type: ignore[import-untyped]  # no stubs in the allowed dependenc
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
-from ..runtime.models import DEFAULT_MODEL
+from ..runtime.models import DEFAULT_MODEL, model_from_name
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -45,6 +46,7 @@ __all__ = [
     "ENV_VARS",
     "ServerConfig",
     "UserConfig",
+    "default_config",
     "load_config",
 ]
 
@@ -180,6 +182,17 @@ class ServerConfig:
             out.append(agent)
         return out
 
+    def check_models(self) -> None:
+        """Build each agent's model once, so that a bad model name or a missing API key stops
+        the start-up with a `ConfigError` naming the setting."""
+        for index, agent in enumerate(self.agents):
+            name = agent.model or self.model
+            try:
+                model_from_name(name)
+            except ConfigError as exc:
+                where = f"agents[{index}].model" if agent.model else "model"
+                raise ConfigError(f"{where}: {exc}") from None
+
     @classmethod
     def from_mapping(cls, data: Any, *, env: Mapping[str, str] | None = None) -> ServerConfig:
         """A config from parsed YAML (a mapping), then the environment overrides of `env`
@@ -219,6 +232,32 @@ class ServerConfig:
         values["users"] = _users(data.get("users"), environ)
         values["agents"] = _agents(data.get("agents"))
         return cls(**values)
+
+
+DEFAULT_AGENT_INSTRUCTIONS: Final = (
+    "You are a helpful assistant. When you need the user to choose, confirm, edit, fill in or "
+    "upload something, ask with an ask tool instead of asking in plain text."
+)
+
+
+def default_config(*, env: Mapping[str, str] | None = None) -> tuple[ServerConfig, bool]:
+    """The configuration of ``handrail serve`` without ``--config``: a SQLite file
+    ``handrail.db`` in the working folder, the scripted model, one agent ``assistant`` with
+    every ask kind, and one user ``demo`` whose token is ``HANDRAIL_TOKEN`` or, when that is
+    unset, a new random one. The environment overrides apply as for a file.
+
+    Returns the config and whether the token was generated (the caller should show it).
+    """
+    environ = os.environ if env is None else env
+    token = environ.get("HANDRAIL_TOKEN", "").strip()
+    generated = not token
+    if generated:
+        token = secrets.token_urlsafe(24)
+    data = {
+        "users": [{"id": "demo", "token": token}],
+        "agents": [{"name": "assistant", "instructions": DEFAULT_AGENT_INSTRUCTIONS}],
+    }
+    return ServerConfig.from_mapping(data, env=environ), generated
 
 
 def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> ServerConfig:
