@@ -15,7 +15,15 @@ from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
 from handrail.store.db import async_url
 from handrail.store.tables import metadata
 
-TABLES = {"alembic_version", "files", "histories", "history_rows", "requests"}
+TABLES = {
+    "alembic_version",
+    "files",
+    "grants",
+    "histories",
+    "history_rows",
+    "permissions",
+    "requests",
+}
 
 
 @pytest.mark.parametrize(
@@ -80,7 +88,7 @@ async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str
         async with db.read() as connection:
             assert await connection.run_sync(_table_names) == TABLES
             versions = await connection.execute(text("SELECT version_num FROM alembic_version"))
-            assert versions.scalars().all() == ["0001"]
+            assert versions.scalars().all() == ["0002"]
 
 
 async def test_migrations_match_the_tables(database_url: str) -> None:

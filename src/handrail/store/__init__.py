@@ -1,4 +1,5 @@
-"""Storage: histories and their rows, uploaded files, the request log.
+"""Storage: histories and their rows, uploaded files, the request log, permission levels and
+grants.
 
 SQLAlchemy Core over an async engine: a SQLite file (WAL) by default, PostgreSQL for several
 server processes sharing one database. Every change to a history is a compare-and-set on its
@@ -20,13 +21,20 @@ from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
 from handrail.store.db import DEFAULT_URL, Database, async_url
 from handrail.store.files import FileRepo
 from handrail.store.histories import HistoryConflict, HistoryRepo
+from handrail.store.permissions import GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
     AskStatus,
     FileRecord,
+    Grant,
+    GrantJSON,
+    GrantScope,
     History,
     HistoryChange,
+    PermissionLevel,
+    PermissionRecord,
     RequestRecord,
+    StoredGrantScope,
     StoredRow,
 )
 from handrail.store.requests import RequestLog
@@ -40,14 +48,22 @@ __all__ = [
     "Database",
     "FileRecord",
     "FileRepo",
+    "Grant",
+    "GrantJSON",
+    "GrantRepo",
+    "GrantScope",
     "History",
     "HistoryChange",
     "HistoryConflict",
     "HistoryRepo",
     "LocalBlobStore",
+    "PermissionLevel",
+    "PermissionRecord",
+    "PermissionRepo",
     "RequestLog",
     "RequestRecord",
     "Store",
+    "StoredGrantScope",
     "StoredRow",
     "default_blob_dir",
 ]
@@ -73,6 +89,8 @@ class Store:
         self.histories = HistoryRepo(db)
         self.files = FileRepo(db, blobs)
         self.requests = RequestLog(db)
+        self.permissions = PermissionRepo(db)
+        self.grants = GrantRepo(db)
 
     @classmethod
     async def open(

@@ -12,9 +12,22 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+from handrail._util import iso
 
 AskStatus = Literal["pending", "answered", "cancelled"]
+
+#: A user's permission level for a connection (the same values as ``handrail.policy``'s).
+PermissionLevel = Literal["ask", "read-only", "non-consequential"]
+PERMISSION_LEVELS: Final[tuple[PermissionLevel, ...]] = ("ask", "read-only", "non-consequential")
+
+#: How far an approval reaches (the same values as ``handrail.policy``'s). ``once`` covers the
+#: one call and is never stored.
+GrantScope = Literal["once", "conversation", "always"]
+#: The scopes a stored `Grant` can have.
+StoredGrantScope = Literal["conversation", "always"]
+STORED_GRANT_SCOPES: Final[tuple[StoredGrantScope, ...]] = ("conversation", "always")
 
 
 class _Unset(Enum):
@@ -100,3 +113,57 @@ class RequestRecord:
     model: str
     created: dt.datetime
     duration_ms: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PermissionRecord:
+    """A user's saved permission level for one connection."""
+
+    user_id: str
+    connection_id: str
+    level: PermissionLevel
+    updated: dt.datetime
+
+
+class GrantJSON(TypedDict):
+    """A grant on the wire (``GET /api/grants``)."""
+
+    id: str
+    connectionId: str
+    toolName: str
+    scope: StoredGrantScope
+    historyId: NotRequired[str]
+    created: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Grant:
+    """A user's standing yes to one tool of one connection: ``always``, or ``conversation``
+    for the history `history_id` (None for ``always``)."""
+
+    id: str
+    user_id: str
+    connection_id: str
+    tool_name: str
+    scope: StoredGrantScope
+    history_id: str | None
+    created: dt.datetime
+
+    def to_json(self) -> GrantJSON:
+        """The wire form: ``{id, connectionId, toolName, scope, historyId?, created}``."""
+        if self.history_id is None:
+            return {
+                "id": self.id,
+                "connectionId": self.connection_id,
+                "toolName": self.tool_name,
+                "scope": self.scope,
+                "created": iso(self.created),
+            }
+        return {
+            "id": self.id,
+            "connectionId": self.connection_id,
+            "toolName": self.tool_name,
+            "scope": self.scope,
+            "historyId": self.history_id,
+            "created": iso(self.created),
+        }

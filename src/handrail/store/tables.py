@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
     Column,
     ForeignKey,
     Index,
@@ -15,11 +16,20 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 
 from handrail.store._types import JSONData, UTCDateTime
 
-__all__ = ["files", "histories", "history_rows", "metadata", "requests"]
+__all__ = [
+    "files",
+    "grants",
+    "histories",
+    "history_rows",
+    "metadata",
+    "permissions",
+    "requests",
+]
 
 #: Constraint names are fixed, so migrations can name them on every backend.
 NAMING_CONVENTION = {
@@ -107,4 +117,57 @@ requests = Table(
     Column("created", UTCDateTime, nullable=False),
     Column("duration_ms", Integer, nullable=False),
     Index(None, "history_id", "created"),
+)
+
+#: A user's permission level for one connection (``ask``, ``read-only``, ``non-consequential``).
+#: No row: the user has not chosen yet, and the first call asks.
+permissions = Table(
+    "permissions",
+    metadata,
+    Column("user_id", String(NAME), nullable=False),
+    Column("connection_id", String(NAME), nullable=False),
+    Column("level", String(32), nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("user_id", "connection_id"),
+)
+
+#: A user's standing yes to one tool of one connection: ``always``, or ``conversation`` for the
+#: history in `history_id`. A "this call only" answer is never stored. The two partial unique
+#: indexes keep one grant per key, so adding the same grant again (even at the same moment,
+#: from another process) finds the first one.
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("user_id", String(NAME), nullable=False),
+    Column("connection_id", String(NAME), nullable=False),
+    Column("tool_name", String(NAME), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("history_id", String(ID), nullable=True),
+    Column("created", UTCDateTime, nullable=False),
+    CheckConstraint(
+        "(scope = 'always' AND history_id IS NULL)"
+        " OR (scope = 'conversation' AND history_id IS NOT NULL)",
+        name="scope",
+    ),
+    Index(None, "user_id", "connection_id", "tool_name"),
+    Index(
+        "uq_grants_always",
+        "user_id",
+        "connection_id",
+        "tool_name",
+        unique=True,
+        sqlite_where=text("scope = 'always'"),
+        postgresql_where=text("scope = 'always'"),
+    ),
+    Index(
+        "uq_grants_conversation",
+        "user_id",
+        "connection_id",
+        "tool_name",
+        "history_id",
+        unique=True,
+        sqlite_where=text("scope = 'conversation'"),
+        postgresql_where=text("scope = 'conversation'"),
+    ),
 )
