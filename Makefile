@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 
 test: venv lint typecheck pytest
 
-# The README's first command. The demo needs the server, which is not built yet.
-demo:
-	@echo "The demo arrives with the server (issue: durable conversations, runtime and HTTP API); nothing to run yet." >&2
-	@exit 1
+# The README's first command: the server on SQLite with the scripted model, user `demo` with
+# the token `demo-alice`. The web UI arrives with the web UI issue; until then, use curl.
+DEMO_PORT ?= 8000
+demo: venv
+	HANDRAIL_TOKEN=demo-alice $(BIN)/handrail serve --port $(DEMO_PORT)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

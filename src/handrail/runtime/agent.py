@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, Unpack, overload
 
 from ..asks import ASK_KINDS, AskKind
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
-from ..errors import ConfigError, HandrailError
+from ..errors import ConfigError
+from .tools import Tool, ToolError, ToolFunction, ToolOptions, ToolSet, ToolSignal
+
+__all__ = [
+    "Agent",
+    "ApprovalInput",
+    "AsksOptions",
+    "Tool",
+    "ToolError",
+    "ToolFunction",
+    "ToolSet",
+    "ToolSignal",
+]
 
 #: Makes the `confirm` input of an approval ask from the tool call's input.
 ApprovalInput = Callable[[dict[str, Any]], dict[str, Any]]
-ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
-
-
-class ToolSignal(HandrailError):
-    """A control-flow signal raised by tool code on purpose, apart from misuse errors."""
-
-
-class ToolError(ToolSignal):
-    """Raised by a tool to fail with a message the model sees (``isError``). Name the way
-    forward in it, such as the titles that do exist when a title is wrong."""
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,29 +70,15 @@ class AsksOptions:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Tool:
-    """A host tool the model may call: its name, a description for the model, the JSON Schema
-    of its input, and the function that runs it (sync or async, called with the input's keys as
-    keyword arguments)."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any]
-    function: ToolFunction
-
-    async def run(self, arguments: Mapping[str, Any]) -> Any:
-        result = self.function(**arguments)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-
 class Agent:
     """An agent: a name, instructions, a model name (``HANDRAIL_MODEL`` when None), the asks it
-    may make (`AsksOptions`, `True`, or None for none) and its host tools.
+    may make (`AsksOptions`, `True`, or None for none), and its tools.
 
-    Tools named ``ask_*`` are refused: those names belong to the ask tools."""
+    Its tools come from connections (`ToolSet`): Python tools added to the agent itself
+    (``tools=[...]``, `add_tool`, ``@agent.tool``) belong to its local connection,
+    ``local:<name>``, which is trusted; other tool sets join with ``tool_sets=[...]`` or
+    `add_tool_set`. Tool names are unique across all of them, and names starting with ``ask_``
+    and the name ``clarify`` are refused: those belong to the ask tools and clarify."""
 
     def __init__(
         self,
@@ -99,31 +87,89 @@ class Agent:
         instructions: str = "",
         model: str | None = None,
         asks: AsksOptions | bool | Mapping[str, Any] | None = True,
-        tools: Iterable[Tool] = (),
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tool_sets: Iterable[ToolSet] = (),
     ) -> None:
-        if not name or not name.strip():
+        if not isinstance(name, str) or not name.strip():
             raise ConfigError("an agent needs a name")
         self.name = name
         self.instructions = instructions
         self.model = model
         self.asks = AsksOptions.coerce(asks)
-        self._tools: dict[str, Tool] = {}
-        for tool in tools:
-            self.add_tool(tool)
+        self._local = ToolSet(f"local:{name}", name)
+        self._sets: dict[str, ToolSet] = {}
+        self.add_tool_set(self._local)
+        for item in tools:
+            self.add_tool(item)
+        for tool_set in tool_sets:
+            self.add_tool_set(tool_set)
 
     @property
     def tools(self) -> Mapping[str, Tool]:
-        return dict(self._tools)
+        """Every tool of every connection by name: the local tools first, then each tool set's
+        in the order the sets were added."""
+        return {name: t for tool_set in self._sets.values() for name, t in tool_set.tools.items()}
 
-    def add_tool(self, tool: Tool) -> Tool:
-        if tool.name.startswith("ask_"):
+    @property
+    def connections(self) -> dict[str, ToolSet]:
+        """The agent's tool sets by connection id, the local one (``local:<name>``) first."""
+        return dict(self._sets)
+
+    def connection_of(self, tool_name: str) -> ToolSet:
+        """The tool set that holds the tool named `tool_name` (`KeyError` when none does)."""
+        for tool_set in self._sets.values():
+            if tool_name in tool_set.tools:
+                return tool_set
+        raise KeyError(f"agent {self.name!r} has no tool named {tool_name!r}")
+
+    def add_tool(self, tool: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool to the local connection: a `Tool`, a function marked with
+        `handrail.runtime.tools.tool`, or a plain function (see `Tool.from_function`).
+        Returns the tool as registered."""
+        return self._local.add_tool(tool)
+
+    @overload
+    def tool(self, function: F, /) -> F: ...
+    @overload
+    def tool(
+        self, function: None = None, /, **options: Unpack[ToolOptions]
+    ) -> Callable[[F], F]: ...
+    def tool(
+        self, function: F | None = None, /, **options: Unpack[ToolOptions]
+    ) -> F | Callable[[F], F]:
+        """Register a function as a tool of the local connection: ``@agent.tool`` or
+        ``@agent.tool(name=..., description=..., read_only=..., destructive=...,
+        idempotent=..., open_world=..., consequential=..., untrusted_content=...,
+        skill=...)``. Returns the function as it is, so it stays callable and testable."""
+        if function is None:
+            return self._local.tool(**options)
+        if options:
+            return self._local.tool(**options)(function)
+        return self._local.tool(function)
+
+    def add_tool_set(self, tool_set: ToolSet) -> ToolSet:
+        """Add a connection's tools. Its connection id and its tool names must be new to this
+        agent, now and for tools added to the set later."""
+        if not isinstance(tool_set, ToolSet):
+            raise ConfigError(f"{tool_set!r} is not a ToolSet")
+        if tool_set.connection_id in self._sets:
             raise ConfigError(
-                f"tool {tool.name!r} starts with 'ask_', which names the ask tools; rename it"
+                f"agent {self.name!r} already has a connection {tool_set.connection_id!r}"
             )
-        if tool.name == "clarify" or tool.name in self._tools:
-            raise ConfigError(f"agent {self.name!r} already has a tool named {tool.name!r}")
-        self._tools[tool.name] = tool
-        return tool
+        for tool in tool_set.tools.values():
+            self._refuse_clash(tool_set, tool)
+        tool_set._watch(self._refuse_clash)
+        self._sets[tool_set.connection_id] = tool_set
+        return tool_set
+
+    def _refuse_clash(self, tool_set: ToolSet, tool: Tool) -> None:
+        for other in self._sets.values():
+            if other is not tool_set and tool.name in other.tools:
+                raise ConfigError(
+                    f"agent {self.name!r} already has a tool named {tool.name!r} (from "
+                    f"connection {other.connection_id!r}); tool names must be unique across "
+                    f"its connections, so rename the one in {tool_set.connection_id!r}"
+                )
 
     def __repr__(self) -> str:
-        return f"Agent({self.name!r}, tools={sorted(self._tools)})"
+        return f"Agent({self.name!r}, tools={sorted(self.tools)})"

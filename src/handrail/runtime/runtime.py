@@ -320,7 +320,8 @@ class Runtime:
                 await work
             except Exception:
                 log.exception("turn on history %s failed", turn.history_id)
-                await turn.emit(error_event("The turn failed. The server log has the details."))
+                turn.error = "The turn failed. The server log has the details."
+                await turn.emit(error_event(turn.error))
                 await turn.emit(done_event(turn.history_id))
             finally:
                 await turn.finish()
@@ -420,6 +421,12 @@ class Runtime:
             )
         except (Conflict, NotFound):
             return False
+        run.turn.error = _failure_text()
+        run.turn.pending_summary = {
+            "toolCallId": tool_call_id,
+            "kind": pending["kind"],
+            "simple": pending["simple"],
+        }
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
         await self._log(run, error=_failure_text())

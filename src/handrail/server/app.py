@@ -19,12 +19,12 @@ from fastapi import FastAPI
 from ..runtime.runtime import Runtime
 from ..store import Store
 from .auth import Authenticator
-from .chat import chat_router
+from .chat import add_chat_routes
 from .config import ServerConfig
-from .histories import histories_router
+from .histories import add_history_routes
 from .openapi import install_openapi
 from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
-from .uploads import upload_router
+from .uploads import add_upload_routes
 
 __all__ = ["create_app"]
 
@@ -52,7 +52,8 @@ def create_app(
     Without `store`, the lifespan opens ``config.database_url`` (uploads in
     ``config.blob_dir``) and closes it at shutdown. Without `runtime`, it builds one for
     ``config.agents`` (each without a model gets ``config.model``). A `runtime` brings its own
-    store when `store` is not given.
+    store when `store` is not given. The users, the prefix, the upload cap and whether the
+    headless endpoints exist always come from `config` (its agents decide the last two).
     """
 
     @asynccontextmanager
@@ -92,9 +93,9 @@ def create_app(
     )
     install_problem_handlers(app)
     prefix = config.api_prefix
-    app.include_router(chat_router(), prefix=prefix)
-    app.include_router(histories_router(asks_enabled=config.asks_enabled), prefix=prefix)
-    app.include_router(upload_router(), prefix=prefix)
+    add_chat_routes(app.router, prefix)
+    add_history_routes(app.router, prefix, asks_enabled=config.asks_enabled)
+    add_upload_routes(app.router, prefix)
     install_openapi(app, description=DESCRIPTION)
     # The last added is the outermost: the request id is set before anything can fail.
     app.add_middleware(CatchAllMiddleware)

@@ -1,12 +1,14 @@
 """Bearer tokens: ``Authorization: Bearer <token>`` names one configured user.
 
-The token is compared with every user's token in constant time (`hmac.compare_digest`, and no
-early exit), so neither the timing nor the order of users tells an attacker anything. A missing,
-malformed or unknown token is 401 ``Unauthorized``.
+The SHA-256 digest of the token is compared with every user's in constant time
+(`hmac.compare_digest` on equal-length digests, and no early exit), so neither the timing, the
+token's length nor the order of users tells an attacker anything. A missing, malformed or unknown
+token is 401 ``Unauthorized``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Iterable
 from typing import Annotated
@@ -33,18 +35,17 @@ class Authenticator:
 
     def __init__(self, users: Iterable[UserConfig]) -> None:
         self._users = [
-            (user.token.encode("utf-8"), Principal(user_id=user.id, is_admin=user.admin))
-            for user in users
+            (_digest(user.token), Principal(user_id=user.id, is_admin=user.admin)) for user in users
         ]
 
     def authenticate(self, token: str | None) -> Principal:
         """The principal whose token this is, or 401."""
-        candidate = (token or "").encode("utf-8")
+        candidate = _digest(token or "")
         found: Principal | None = None
         for secret, principal in self._users:
             if hmac.compare_digest(secret, candidate):
                 found = principal
-        if found is None or not candidate:
+        if found is None or not token:
             detail = (
                 "Send a bearer token: Authorization: Bearer <token>."
                 if token is None
@@ -52,6 +53,10 @@ class Authenticator:
             )
             raise Unauthorized("Unauthorized", detail)
         return found
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
 
 
 async def current_principal(

@@ -23,7 +23,7 @@ from .auth import current_principal
 from .bodies import NO_BODY, read_json, runtime_of, store_of
 from .openapi import body, problems, ref
 
-__all__ = ["EventStreamResponse", "chat_router", "sse_line"]
+__all__ = ["EventStreamResponse", "add_chat_routes", "sse_line"]
 
 Caller = Annotated[Principal, Depends(current_principal)]
 
@@ -165,14 +165,15 @@ async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
     return EventStreamResponse(_events(turn))
 
 
-def chat_router() -> APIRouter:
-    router = APIRouter(tags=["chat"])
+def add_chat_routes(router: APIRouter, prefix: str) -> None:
+    """Add ``POST <prefix>/prompt``."""
     router.add_api_route(
-        "/prompt",
+        prefix + "/prompt",
         prompt,
         methods=["POST"],
         name="prompt",
         operation_id="prompt",
+        tags=["chat"],
         summary="Send a message or answer the pending ask; the turn streams as SSE",
         description="Errors come before the stream starts, as problem JSON. Each event is one "
         "`data: <JSON>` line and a blank line (see TurnEvent).",
@@ -187,4 +188,3 @@ def chat_router() -> APIRouter:
         },
         openapi_extra=body(ref("PromptRequest")),
     )
-    return router

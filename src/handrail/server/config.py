@@ -37,6 +37,7 @@ from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
 from ..runtime.models import DEFAULT_MODEL, model_from_name
+from ..store.db import async_url
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -116,6 +117,10 @@ class ServerConfig:
         self.users = tuple(self.users)
         self.agents = tuple(self.agents)
         self.api_prefix = _checked_prefix(self.api_prefix, "api_prefix")
+        try:
+            async_url(self.database_url)
+        except ConfigError as exc:
+            raise ConfigError(f"database_url: {exc}") from None
         if not self.users:
             raise ConfigError(
                 "users: at least one user is required, such as "
@@ -207,9 +212,11 @@ class ServerConfig:
             )
         _no_unknown_keys(data, _TOP_KEYS, "")
         values: dict[str, Any] = {}
-        for key in ("database_url", "api_prefix", "model", "host"):
+        for key in ("database_url", "model", "host"):
             if key in data:
                 values[key] = _string(data[key], key)
+        if "api_prefix" in data:
+            values["api_prefix"] = _checked_prefix(data["api_prefix"], "api_prefix")
         if "blob_dir" in data:
             values["blob_dir"] = Path(_string(data["blob_dir"], "blob_dir"))
         if "port" in data:

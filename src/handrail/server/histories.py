@@ -22,16 +22,14 @@ from .openapi import body, json_ok, problems, ref
 from .problems import ok
 from .views import history_json, pending_ask_summary
 
-__all__ = ["histories_router"]
+__all__ = ["add_history_routes"]
 
 Caller = Annotated[Principal, Depends(current_principal)]
 HistoryId = Annotated[str, Path(alias="id", description="The history's id.")]
 
 TITLE_MAX: Final = 200
 #: Fields of a history that a create or update body may carry but that only the server sets.
-READ_ONLY_FIELDS: Final = frozenset(
-    {"id", "userId", "created", "updated", "pendingAsk", "rows", "version"}
-)
+READ_ONLY_FIELDS: Final = frozenset({"id", "userId", "created", "updated", "pendingAsk", "rows"})
 TURN_FIELDS: Final = ("prompt", "askResponse", "toolCallId", "buttonId", "surface")
 NOT_AUTHORIZED: Final = "Not authorized to access this history"
 NOT_FOUND_CODE: Final = "document-not-found"
@@ -296,27 +294,28 @@ async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JS
     return ok(request, result.to_json())
 
 
-def histories_router(*, asks_enabled: bool) -> APIRouter:
-    """The routes under ``/histories``. ``pendingAsks`` and ``turn`` (the headless endpoints)
-    exist only when an agent has asks on."""
-    router = APIRouter(tags=["histories"])
+def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) -> None:
+    """Add the routes under ``<prefix>/histories``. ``pendingAsks`` and ``turn`` (the headless
+    endpoints) exist only when an agent has asks on."""
     router.add_api_route(
-        "/histories",
+        prefix + "/histories",
         create_history,
         methods=["POST"],
         name="createHistory",
         operation_id="createHistory",
+        tags=["histories"],
         summary="Start a conversation",
         status_code=201,
         responses={**json_ok(ref("History"), "The new history.", 201), **problems(400)},
         openapi_extra=body(ref("HistoryCreate"), required=False),
     )
     router.add_api_route(
-        "/histories",
+        prefix + "/histories",
         list_histories,
         methods=["GET"],
         name="listHistories",
         operation_id="listHistories",
+        tags=["histories"],
         summary="The caller's conversations, newest first",
         responses={
             **json_ok({"type": "array", "items": ref("HistorySummary")}, "The histories."),
@@ -325,11 +324,12 @@ def histories_router(*, asks_enabled: bool) -> APIRouter:
     )
     if asks_enabled:
         router.add_api_route(
-            "/histories/pendingAsks",
+            prefix + "/histories/pendingAsks",
             list_pending_asks,
             methods=["GET"],
             name="listPendingAsks",
             operation_id="listPendingAsks",
+            tags=["histories"],
             summary="The caller's pending asks, newest first",
             responses={
                 **json_ok({"type": "array", "items": ref("PendingAsk")}, "The pending asks."),
@@ -337,11 +337,12 @@ def histories_router(*, asks_enabled: bool) -> APIRouter:
             },
         )
     router.add_api_route(
-        "/histories/{id}",
+        prefix + "/histories/{id}",
         read_history,
         methods=["GET"],
         name="readHistory",
         operation_id="readHistory",
+        tags=["histories"],
         summary="A conversation with its rows and pending ask",
         responses={
             **json_ok(ref("History"), "The history."),
@@ -349,21 +350,23 @@ def histories_router(*, asks_enabled: bool) -> APIRouter:
         },
     )
     router.add_api_route(
-        "/histories/{id}",
+        prefix + "/histories/{id}",
         update_history,
         methods=["PATCH"],
         name="updateHistory",
         operation_id="updateHistory",
+        tags=["histories"],
         summary="Change a conversation's title",
         responses={**json_ok(ref("History"), "The history."), **problems(400, 403, 404)},
         openapi_extra=body(ref("HistoryUpdate")),
     )
     router.add_api_route(
-        "/histories/{id}",
+        prefix + "/histories/{id}",
         delete_history,
         methods=["DELETE"],
         name="deleteHistory",
         operation_id="deleteHistory",
+        tags=["histories"],
         summary="Delete a conversation (soft delete)",
         responses={
             **json_ok(
@@ -379,11 +382,12 @@ def histories_router(*, asks_enabled: bool) -> APIRouter:
     )
     if asks_enabled:
         router.add_api_route(
-            "/histories/{id}/turn",
+            prefix + "/histories/{id}/turn",
             turn,
             methods=["POST"],
             name="turn",
             operation_id="turn",
+            tags=["histories"],
             summary="Run a turn and get its result as JSON (headless)",
             description="Send exactly one of {prompt}, {askResponse} or {toolCallId, buttonId}, "
             "plus an optional surface. Returns once the turn finishes; a client that "
@@ -394,4 +398,3 @@ def histories_router(*, asks_enabled: bool) -> APIRouter:
             },
             openapi_extra=body(ref("TurnRequest")),
         )
-    return router

@@ -28,7 +28,7 @@ from .openapi import body, json_ok, problems, ref
 from .problems import ok
 from .views import file_json
 
-__all__ = ["upload_router"]
+__all__ = ["add_upload_routes"]
 
 Caller = Annotated[Principal, Depends(current_principal)]
 
@@ -199,14 +199,15 @@ async def upload(request: Request, principal: Caller) -> JSONResponse:
     return ok(request, file_json(record), status_code=201)
 
 
-def upload_router() -> APIRouter:
-    router = APIRouter(tags=["files"])
+def add_upload_routes(router: APIRouter, prefix: str) -> None:
+    """Add ``POST <prefix>/files/upload``."""
     router.add_api_route(
-        "/files/upload",
+        prefix + "/files/upload",
         upload,
         methods=["POST"],
         name="uploadFile",
         operation_id="uploadFile",
+        tags=["files"],
         summary="Upload a file to answer a files ask with",
         status_code=201,
         responses={
@@ -222,4 +223,3 @@ def upload_router() -> APIRouter:
             media="multipart/form-data",
         ),
     )
-    return router

@@ -1,0 +1,121 @@
+"""``GET /openapi.json``: every route, the schemas they point at, ``pendingAsk`` read-only, and
+nothing for the model only (``promptIndex``, ``responseMessages``) in any schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi.routing import APIRoute
+from server_helpers import Api, sqlite_url, start_api
+
+from handrail.runtime.agent import Agent
+from handrail.server.openapi import component_schemas
+
+ROUTES = {
+    ("/api/prompt", "post"),
+    ("/api/histories", "post"),
+    ("/api/histories", "get"),
+    ("/api/histories/pendingAsks", "get"),
+    ("/api/histories/{id}", "get"),
+    ("/api/histories/{id}", "patch"),
+    ("/api/histories/{id}", "delete"),
+    ("/api/histories/{id}/turn", "post"),
+    ("/api/files/upload", "post"),
+}
+
+
+def _refs(value: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if isinstance(value.get("$ref"), str):
+            found.add(value["$ref"].removeprefix("#/components/schemas/"))
+        for item in value.values():
+            found |= _refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _refs(item)
+    return found
+
+
+async def _document(api: Api) -> dict[str, Any]:
+    response = await api.client.get("/openapi.json")
+    assert response.status_code == 200
+    return dict(response.json())
+
+
+async def test_every_route_is_documented(api: Api) -> None:
+    document = await _document(api)
+    documented = {(path, method) for path, item in document["paths"].items() for method in item}
+    assert documented == ROUTES
+    app_routes = {
+        (route.path, method.lower())
+        for route in api.app.routes
+        if isinstance(route, APIRoute)
+        for method in route.methods
+    }
+    assert app_routes == ROUTES
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            responses = operation["responses"]
+            assert "422" not in responses, (path, method)
+            assert "401" in responses
+            assert operation["operationId"]
+            success = [s for s in responses if s.startswith("2")]
+            assert len(success) == 1, (path, method)
+    assert document["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+
+
+async def test_every_reference_resolves(api: Api) -> None:
+    document = await _document(api)
+    schemas = document["components"]["schemas"]
+    assert _refs(document) <= set(schemas)
+    assert "HTTPValidationError" not in schemas
+
+
+async def test_pending_ask_is_read_only(api: Api) -> None:
+    schemas = (await _document(api))["components"]["schemas"]
+    for name in ("History", "HistorySummary"):
+        assert schemas[name]["properties"]["pendingAsk"]["readOnly"] is True
+    for name in ("HistoryCreate", "HistoryUpdate"):
+        assert "pendingAsk" not in schemas[name]["properties"]
+        assert "userId" not in schemas[name]["properties"]
+
+
+async def test_model_only_fields_are_in_no_schema(api: Api) -> None:
+    text = json.dumps(await _document(api))
+    assert "promptIndex" not in text
+    assert "responseMessages" not in text
+    assert "promptIndex" not in json.dumps(component_schemas())
+
+
+async def test_headless_schemas_match_the_published_ones(api: Api) -> None:
+    schemas = (await _document(api))["components"]["schemas"]
+    assert schemas["TurnRequest"]["title"] == "TurnRequest"
+    assert schemas["TurnResult"]["title"] == "TurnResult"
+    assert schemas["PendingAsk"]["title"] == "PendingAsk"
+    turn = (await _document(api))["paths"]["/api/histories/{id}/turn"]["post"]
+    schema = turn["requestBody"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/TurnRequest"}
+    stream = (await _document(api))["paths"]["/api/prompt"]["post"]["responses"]["200"]
+    assert list(stream["content"]) == ["text/event-stream"]
+
+
+async def test_headless_routes_need_asks(tmp_path: Path) -> None:
+    agents = [Agent("plain", asks=False)]
+    async with start_api(sqlite_url(tmp_path), tmp_path, agents=agents) as api:
+        paths = set((await _document(api))["paths"])
+        assert "/api/histories/pendingAsks" not in paths
+        assert "/api/histories/{id}/turn" not in paths
+        assert "/api/prompt" in paths
+
+
+async def test_prefix(tmp_path: Path) -> None:
+    async with start_api(sqlite_url(tmp_path), tmp_path, api_prefix="/v1/chat/") as api:
+        paths = set((await _document(api))["paths"])
+        assert "/v1/chat/prompt" in paths
+        response = await api.client.get(
+            "/v1/chat/histories", headers={"Authorization": "Bearer " + "alice-token-0123456789"}
+        )
+        assert response.status_code == 200
