@@ -742,8 +742,7 @@ def test_the_error_text_joins_problems_with_semicolons() -> None:
 
 def test_the_error_text_spells_out_at_most_twenty_problems() -> None:
     errors = [
-        AskValidationError(path=f"p{i}", code="TOO_LONG", message="M.", fix="F.")
-        for i in range(23)
+        AskValidationError(path=f"p{i}", code="TOO_LONG", message="M.", fix="F.") for i in range(23)
     ]
     text = clarify_error_text(errors)
     assert text.startswith(CLARIFY_ERROR_PREFIX + "p0: M. F.; p1: M. F.;")
@@ -945,7 +944,9 @@ def test_a_missing_required_answer_names_its_prompt() -> None:
 
 def test_an_unknown_id_lists_the_prompt_ids() -> None:
     (error,) = validate_clarify_answers(ENVELOPE, answers(*REQUIRED, with_(NAME, id="nme")))
-    assert error.fix == 'Answer the prompts by their ids: "name", "region", "extras", "go", "notes".'
+    assert (
+        error.fix == 'Answer the prompts by their ids: "name", "region", "extras", "go", "notes".'
+    )
 
 
 @pytest.mark.parametrize(
@@ -1036,9 +1037,7 @@ def test_selection_counts(required: bool, allow_multiple: bool, count: int, ok: 
 
 
 def test_a_choice_answer_error_names_the_offered_options() -> None:
-    (error,) = validate_clarify_answers(
-        ENVELOPE, answers(NAME, GO, with_(REGION, values=["mars"]))
-    )
+    (error,) = validate_clarify_answers(ENVELOPE, answers(NAME, GO, with_(REGION, values=["mars"])))
     assert (error.path, error.code) == ("content.answers[2].values[0]", "OPTION_NOT_OFFERED")
     assert error.fix == 'Use the id of one of the prompt\'s options: "fra", "nyc", "syd".'
     (count,) = validate_clarify_answers(ENVELOPE, answers(NAME, GO, with_(REGION, values=[])))
@@ -1318,7 +1317,10 @@ def test_card_of_a_plain_confirm() -> None:
         ({"confirmLabel": "  Go  ", "cancelLabel": " Stop"}, ["Go", "Stop"]),
         ({"confirmLabel": "Same", "cancelLabel": "Same"}, ["Confirm", "Cancel"]),
         (
-            {"confirmLabel": "Delete bucket avatars now", "cancelLabel": "Delete bucket avatars later"},
+            {
+                "confirmLabel": "Delete bucket avatars now",
+                "cancelLabel": "Delete bucket avatars later",
+            },
             ["Confirm", "Cancel"],
         ),
         ({"confirmLabel": "Cancel"}, ["Confirm", "Cancel"]),
@@ -1406,7 +1408,10 @@ def test_option_labels_are_trimmed_and_cut_on_buttons() -> None:
     envelope = envelope_of(
         with_(
             CHOICE,
-            options=[{"id": "a", "label": "  Frankfurt am Main, Germany "}, {"id": "b", "label": EMOJI}],
+            options=[
+                {"id": "a", "label": "  Frankfurt am Main, Germany "},
+                {"id": "b", "label": EMOJI},
+            ],
         )
     )
     card = clarify_simple_card(envelope, "c")
@@ -1484,9 +1489,7 @@ def test_the_docs_list_every_clarify_limit() -> None:
         for line in docs_section("Clarify limits").splitlines()
         if line.startswith("| `")
     ]
-    documented = {
-        key.strip("`"): value.strip("`") for key, value, _ in rows
-    }
+    documented = {key.strip("`"): value.strip("`") for key, value, _ in rows}
     actual = {key: str(value) for key, value in flat(CLARIFY_LIMITS).items()}
     assert documented == actual
 
@@ -1515,9 +1518,13 @@ def test_the_docs_example() -> None:
     assert pairs(validate_clarify_response(result.envelope, namespace["answer"])) == [
         ("content.answers[0].confirmed", "INVALID_TYPE")
     ]
-    assert validate_clarify_prompts("[]").tool_result().startswith(
-        "Error: invalid clarify prompts \u2014 prompts: `prompts` has 0 prompts, fewer than the 1 "
-        "required."
+    assert (
+        validate_clarify_prompts("[]")
+        .tool_result()
+        .startswith(
+            "Error: invalid clarify prompts \u2014 prompts: `prompts` has 0 prompts, fewer than the 1 "
+            "required."
+        )
     )
 
 
@@ -1562,8 +1569,10 @@ SCALARS = (
 )
 JSON = st.recursive(
     SCALARS,
-    lambda children: st.lists(children, max_size=6)
-    | st.dictionaries(KEYS | st.text(max_size=8), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6)
+        | st.dictionaries(KEYS | st.text(max_size=8), children, max_size=6)
+    ),
     max_leaves=40,
 )
 
@@ -1685,7 +1694,9 @@ def valid_answer(draw: st.DrawFn, prompt: dict[str, Any]) -> dict[str, Any]:
         option_ids = [o["id"] for o in prompt["options"]]
         low = 1 if prompt["required"] else 0
         high = len(option_ids) if prompt["allowMultiple"] else 1
-        values = draw(st.lists(st.sampled_from(option_ids), min_size=low, max_size=high, unique=True))
+        values = draw(
+            st.lists(st.sampled_from(option_ids), min_size=low, max_size=high, unique=True)
+        )
         return {"id": prompt["id"], "kind": kind, "values": values}
     if kind == "confirm":
         return {"id": prompt["id"], "kind": kind, "confirmed": draw(st.booleans())}
