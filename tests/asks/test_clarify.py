@@ -753,9 +753,9 @@ def test_the_error_text_spells_out_at_most_twenty_problems() -> None:
 
 def test_a_result_holds_an_envelope_or_errors() -> None:
     error = AskValidationError(path="prompts", code="TOO_FEW", message="M.", fix="F.")
-    with pytest.raises(ValueError, match="either"):
+    with pytest.raises(ValueError, match="exactly one"):
         ClarifyResult(envelope={}, errors=[error])
-    with pytest.raises(ValueError, match="either"):
+    with pytest.raises(ValueError, match="exactly one"):
         ClarifyResult(envelope=None, errors=[])
     assert ClarifyResult(envelope=None, errors=[error]).tool_result() == (
         CLARIFY_ERROR_PREFIX + "prompts: M. F."
@@ -1518,14 +1518,11 @@ def test_the_docs_example() -> None:
     assert pairs(validate_clarify_response(result.envelope, namespace["answer"])) == [
         ("content.answers[0].confirmed", "INVALID_TYPE")
     ]
-    assert (
-        validate_clarify_prompts("[]")
-        .tool_result()
-        .startswith(
-            "Error: invalid clarify prompts \u2014 prompts: `prompts` has 0 prompts, fewer than the 1 "
-            "required."
-        )
+    expected = (
+        "Error: invalid clarify prompts \u2014 prompts: `prompts` has 0 prompts, fewer than "
+        "the 1 required."
     )
+    assert validate_clarify_prompts("[]").tool_result().startswith(expected)
 
 
 # --- properties -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from handrail.errors import BadRequest, Conflict, Forbidden, NotFound
+from handrail.policy import ToolHints
 from handrail.runtime.agent import Agent, Tool, ToolError
 from handrail.runtime.models.base import ModelError, ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
@@ -436,8 +437,10 @@ async def test_host_tool_runs_and_tool_error_reaches_the_model(store: Store) -> 
         description="Delete a note by title.",
         input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
         function=delete_note,
+        hints=ToolHints(consequential=False),  # mutating: runs at "non-consequential"
     )
     runtime = make_runtime(store, tools=[tool])
+    await store.permissions.set("alice", "local:assistant", "non-consequential")
     events = await run(
         runtime.start_prompt(ALICE, "call delete_note " + compact({"title": "Taxes"}))
     )
@@ -546,9 +549,10 @@ async def test_files_answer_by_file_id_and_data_url(store: Store) -> None:
     }
     stored = await rows(store, history_id)
     assert stored[2]["result"] == stored_answer
-    assert "data:" not in json.dumps([r for r in stored])
+    assert "data:" not in json.dumps(list(stored))
     for record in await store.requests.list(history_id):
-        assert "data:" not in record.prompt and "base64" not in json.dumps(record.metadata)
+        assert "data:" not in record.prompt
+        assert "base64" not in json.dumps(record.metadata)
     shown = model.requests[-1].messages[-1]
     assert isinstance(shown, ToolResultMessage)
     assert shown.content == stored_answer
@@ -594,4 +598,5 @@ async def test_files_answer_errors_leave_the_ask_pending(store: Store) -> None:
         assert caught.value.title == "Invalid askResponse"
         assert [(f["path"], f["code"]) for f in caught.value.fields] == [(path, code)]  # type: ignore[union-attr]
         history = await store.histories.get(history_id)
-        assert history is not None and history.pending_ask is not None
+        assert history is not None
+        assert history.pending_ask is not None

@@ -7,6 +7,21 @@ malformed value: validators return `AskValidationError`s instead.
 
 from .answers import validate_ask_response
 from .cards import UnknownButtonError, resolve_button_answer, to_simple_card, unknown_button_error
+from .clarify import (
+    CLARIFY_ERROR_PREFIX,
+    CLARIFY_KINDS,
+    CLARIFY_LIMITS,
+    CLARIFY_PROTOCOL,
+    CLARIFY_TOOL_NAME,
+    ClarifyKind,
+    ClarifyResult,
+    clarify_answer_summary,
+    clarify_error_text,
+    clarify_simple_card,
+    validate_clarify_answers,
+    validate_clarify_prompts,
+    validate_clarify_response,
+)
 from .errors import ASK_ERROR_CODES, AskErrorCode, AskValidationError
 from .files import (
     ParsedDataUrl,
@@ -66,6 +81,11 @@ __all__ = [
     "ASK_LIMITS",
     "ASK_SURFACES",
     "CHOICE_SELECT_MODES",
+    "CLARIFY_ERROR_PREFIX",
+    "CLARIFY_KINDS",
+    "CLARIFY_LIMITS",
+    "CLARIFY_PROTOCOL",
+    "CLARIFY_TOOL_NAME",
     "COMPACT_ASK_KINDS",
     "COMPACT_SURFACE_SYSTEM_PROMPT",
     "FORM_FIELD_TYPES",
@@ -78,6 +98,8 @@ __all__ = [
     "AskValidationError",
     "Bounds",
     "ChoiceSelectMode",
+    "ClarifyKind",
+    "ClarifyResult",
     "ConfirmLabels",
     "FormFieldType",
     "ParsedDataUrl",
@@ -91,6 +113,9 @@ __all__ = [
     "ask_prompt_section",
     "check_ask_file_bytes",
     "choice_selection_bounds",
+    "clarify_answer_summary",
+    "clarify_error_text",
+    "clarify_simple_card",
     "confirm_button_labels",
     "cut_text_file",
     "file_not_owned_error",
@@ -109,4 +134,7 @@ __all__ = [
     "unknown_button_error",
     "validate_ask_input",
     "validate_ask_response",
+    "validate_clarify_answers",
+    "validate_clarify_prompts",
+    "validate_clarify_response",
 ]

@@ -165,7 +165,7 @@ class ClarifyResult:
 
     def __post_init__(self) -> None:
         if (self.envelope is None) == (not self.errors):
-            raise ValueError("A ClarifyResult holds either an envelope or errors, not both.")
+            raise ValueError("A ClarifyResult holds exactly one of an envelope or errors.")
 
     @property
     def ok(self) -> bool:
@@ -244,7 +244,8 @@ def _prompt_list(errors: Errors, prompts: Any) -> list[Any] | None:
             add(errors, "prompts", "INVALID_FORMAT", f"`prompts` is not valid JSON: {reason}.", fix)
             return None
         except (ValueError, RecursionError):
-            add(errors, "prompts", "INVALID_FORMAT", "`prompts` is not JSON this can read.", fix)
+            message = "`prompts` is nested too deeply or holds a number too long to read."
+            add(errors, "prompts", "INVALID_FORMAT", message, fix)
             return None
         if not isinstance(prompts, dict | list):
             wrong_type(errors, "prompts", prompts, "a JSON array or object")

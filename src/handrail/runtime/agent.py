@@ -89,6 +89,7 @@ class Agent:
         asks: AsksOptions | bool | Mapping[str, Any] | None = True,
         tools: Iterable[Tool | Callable[..., Any]] = (),
         tool_sets: Iterable[ToolSet] = (),
+        clarify: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("an agent needs a name")
@@ -96,6 +97,9 @@ class Agent:
         self.instructions = instructions
         self.model = model
         self.asks = AsksOptions.coerce(asks)
+        #: Whether the model is offered the ``clarify`` tool (batched questions, which needs
+        #: asks on to pause).
+        self.clarify = bool(clarify)
         self._local = ToolSet(f"local:{name}", name)
         self._sets: dict[str, ToolSet] = {}
         self.add_tool_set(self._local)

@@ -31,6 +31,34 @@ ASK_TOOL_DESCRIPTIONS: Final[dict[str, str]] = {
 }
 
 
+CLARIFY_TOOL: Final = "clarify"
+CLARIFY_DESCRIPTION: Final = (
+    "Ask the user several short follow-up questions at once (1 to 5 prompts of kind choice, "
+    "confirm or text) when a required detail is missing or a destructive action needs "
+    "confirmation. Do not guess ids or proceed with changes in the same step. Pauses until "
+    "they answer."
+)
+CLARIFY_INPUT_SCHEMA: Final[dict[str, object]] = {
+    "type": "object",
+    "properties": {
+        "prompts": {
+            "description": (
+                "The prompts: an array of prompt objects (or one object, or that JSON as a "
+                "string). Each has an id (lowercase, starting with a letter), a kind (choice, "
+                "confirm or text), a question, and per kind: options [{id, label, "
+                "description?}] and allowMultiple for choice; confirmLabel, cancelLabel and "
+                "danger for confirm; placeholder, defaultValue and multiline for text; hint and "
+                "required for all."
+            ),
+            "type": ["array", "object", "string"],
+        },
+        "title": {"type": "string", "description": "A short heading for the questions."},
+    },
+    "required": ["prompts"],
+    "additionalProperties": False,
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class TurnSetup:
     """Everything a turn offers: the system prompt, the tool specs, and what each name means."""
@@ -40,6 +68,7 @@ class TurnSetup:
     ask_tools: dict[str, AskKind]
     host_tools: dict[str, Tool]
     surface: AskSurface
+    clarify: bool = False
 
 
 def ask_tool_name(kind: str) -> str:
@@ -74,6 +103,15 @@ def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSet
                 input_schema=ask_input_json_schema(kind, surface=surface),
             )
         )
+    clarify = agent.clarify and agent.asks is not None and model.supports_tools
+    if clarify:
+        specs.append(
+            ToolSpec(
+                name=CLARIFY_TOOL,
+                description=CLARIFY_DESCRIPTION,
+                input_schema=dict(CLARIFY_INPUT_SCHEMA),
+            )
+        )
     host_tools: dict[str, Tool] = {}
     if model.supports_tools:
         for tool in agent.tools.values():
@@ -91,4 +129,5 @@ def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSet
         ask_tools=ask_tools,
         host_tools=host_tools,
         surface=surface,
+        clarify=clarify,
     )

@@ -24,17 +24,20 @@ from ..asks import (
     ASK_SURFACES,
     AskSurface,
     AskValidationError,
+    clarify_error_text,
+    clarify_simple_card,
     to_simple_card,
     validate_ask_input,
-    validate_ask_response,
+    validate_clarify_prompts,
 )
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
 from ..errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
+from ..policy import Decision, GrantScope, decide
 from ..store import Store
 from ..store.records import UNSET, AskStatus, History, HistoryChange
-from .agent import Agent, Tool, ToolError
+from .agent import Agent
 from .answer_files import invalid_answer, load_answer_files
 from .events import (
     ask_event,
@@ -44,6 +47,17 @@ from .events import (
     text_event,
     tool_call_event,
     tool_result_event,
+)
+from .gates import (
+    GATE_ORIGINS,
+    PERMISSION,
+    approval_pending,
+    chosen_level,
+    denial_reason,
+    execution_denied,
+    gate_answer_errors,
+    permission_pending,
+    split_scope,
 )
 from .messages import (
     AssistantMessage,
@@ -57,8 +71,9 @@ from .messages import (
 )
 from .models import INVALID_ARGUMENTS_KEY, model_from_name
 from .models.base import Model, ModelError, ModelRequest, TextDelta, ToolCallPart
-from .prompting import TurnSetup, build_turn_setup
+from .prompting import CLARIFY_TOOL, TurnSetup, build_turn_setup
 from .rows import Row, assistant_row, call_row, result_row, rows_to_messages, user_row
+from .tools import Tool, ToolError, ToolSet, invalid_arguments_text
 from .turn import Principal, Turn
 
 log = logging.getLogger("handrail.runtime")
@@ -218,9 +233,10 @@ class Runtime:
         envelope = {k: v for k, v in ask_response.items() if k != "toolCallId"}
         agent = self.agent_for(history)
         cap = agent.asks.max_file_size_bytes if agent.asks else DEFAULT_MAX_FILE_SIZE
-        errors = _answer_errors(pending, envelope, cap)
+        errors = gate_answer_errors(pending, envelope, cap)
         if errors:
             raise invalid_answer(errors)
+        scope: GrantScope = split_scope(pending, envelope)[1]
         stored: dict[str, Any] = envelope
         parts: tuple[FilePart, ...] = ()
         if pending["kind"] == "files" and envelope["action"] == "accept":
@@ -261,8 +277,18 @@ class Runtime:
             messages=[
                 *replay,
                 *response_messages,
-                ToolResultMessage(
-                    tool_call_id=tool_call_id, tool_name=tool_name, content=stored, parts=parts
+                # A gate's answer is carried out on the held call instead (see _resolve_gate).
+                *(
+                    []
+                    if pending.get("origin") in GATE_ORIGINS
+                    else [
+                        ToolResultMessage(
+                            tool_call_id=tool_call_id,
+                            tool_name=tool_name,
+                            content=stored,
+                            parts=parts,
+                        )
+                    ]
                 ),
             ],
             turn_start=len(replay),
@@ -272,7 +298,7 @@ class Runtime:
                 "ask": {**_ask_meta(pending), "action": envelope["action"], "phase": "answered"}
             },
         )
-        self._spawn(turn, self._answer_turn(run, pending, envelope["action"]))
+        self._spawn(turn, self._answer_turn(run, pending, envelope, scope))
         return turn
 
     async def start_button(
@@ -394,10 +420,15 @@ class Runtime:
             await turn.emit(ask_resolved_event(tool_call_id, "cancel"))
         return history
 
-    async def _answer_turn(self, run: _Run, pending: dict[str, Any], action: str) -> None:
-        await run.turn.emit(ask_resolved_event(pending["toolCallId"], action))
+    async def _answer_turn(
+        self, run: _Run, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
+    ) -> None:
+        await run.turn.emit(ask_resolved_event(pending["toolCallId"], envelope["action"]))
         try:
-            await self._steps(run)
+            if pending.get("origin") in GATE_ORIGINS:
+                await self._resolve_gate(run, pending, envelope, scope)
+            if run.pause is None:
+                await self._steps(run)
         except Exception as exc:
             if not run.output and not run.rows and await self._undo_answer(run, pending):
                 return
@@ -463,7 +494,11 @@ class Runtime:
 
     async def _run_calls(self, run: _Run, calls: list[ToolCall], step: str) -> None:
         setup = run.setup
+        clarify_in_step = any(call.name == CLARIFY_TOOL for call in calls) and setup.clarify
         for call in calls:
+            if call.name == CLARIFY_TOOL and setup.clarify:
+                self._clarify_call(run, call, step)
+                continue
             kind = setup.ask_tools.get(call.name)
             if kind is not None:
                 errors = validate_ask_input(kind, call.arguments, surface=setup.surface)
@@ -494,29 +529,177 @@ class Runtime:
                         )
                     )
                 continue
-            tool = setup.host_tools.get(call.name)
-            run.rows.append(call_row(call, step=step))
-            await run.turn.emit(tool_call_event(call.id, call.name, call.arguments))
-            if tool is None:
-                offered = ", ".join(sorted([*setup.host_tools, *setup.ask_tools])) or "none"
-                content: Any = f"There is no tool named {call.name!r}. The tools are: {offered}."
-                is_error = True
-            elif INVALID_ARGUMENTS_KEY in call.arguments:
-                content = (
-                    f"The arguments of {call.name} were not a JSON object, so it did not run. "
-                    "Call it again with a JSON object that matches its input schema."
-                )
-                is_error = True
-            else:
-                content, is_error = await _run_tool(tool, call)
-            run.rows.append(result_row(call.id, call.name, content, is_error=is_error))
+            await self._host_call(run, call, step, clarify_in_step=clarify_in_step)
+
+    def _clarify_call(self, run: _Run, call: ToolCall, step: str) -> None:
+        """A ``clarify`` call: an invalid one returns the error text to the model and the turn
+        goes on; a valid one pauses like an ask (one slot, later ones cancelled)."""
+        result = validate_clarify_prompts(
+            call.arguments.get("prompts"), call.arguments.get("title")
+        )
+        if result.envelope is None:
             run.messages.append(
                 ToolResultMessage(
-                    tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=clarify_error_text(result.errors),
+                    is_error=True,
                 )
             )
-            run.output = True
-            await run.turn.emit(tool_result_event(call.id, call.name, content))
+            return
+        if run.pause is not None:
+            run.rows.append(call_row(call, step=step, ask_kind="clarify", status="cancelled"))
+            run.rows.append(result_row(call.id, call.name, CANCEL_OTHER))
+            run.messages.append(
+                ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=CANCEL_OTHER)
+            )
+            return
+        run.pause = {
+            "toolCallId": call.id,
+            "kind": "clarify",
+            "input": result.envelope,
+            "simple": clarify_simple_card(result.envelope, call.id),
+            "created": iso(utc_now()),
+        }
+        run.rows.append(call_row(call, step=step, ask_kind="clarify"))
+
+    async def _host_call(
+        self, run: _Run, call: ToolCall, step: str, *, clarify_in_step: bool
+    ) -> None:
+        """A call of a host tool: checked, then decided by the policy: run it, deny it, or pause
+        on an approval or a permission ask (when the one slot is free; else deny it)."""
+        setup = run.setup
+        tool = setup.host_tools.get(call.name)
+        run.rows.append(call_row(call, step=step))
+        await run.turn.emit(tool_call_event(call.id, call.name, call.arguments))
+        if tool is None:
+            offered = ", ".join(sorted([*setup.host_tools, *setup.ask_tools])) or "none"
+            text = f"There is no tool named {call.name!r}. The tools are: {offered}."
+            await self._tool_result(run, call, text, is_error=True)
+            return
+        if INVALID_ARGUMENTS_KEY in call.arguments:
+            text = (
+                f"The arguments of {call.name} were not a JSON object, so it did not run. "
+                "Call it again with a JSON object that matches its input schema."
+            )
+            await self._tool_result(run, call, text, is_error=True)
+            return
+        problems = tool.check(call.arguments)
+        if problems:
+            await self._tool_result(
+                run, call, invalid_arguments_text(tool.name, problems), is_error=True
+            )
+            return
+        connection = run.agent.connection_of(tool.name)
+        decision = await self._decide(run, tool, connection, clarify_in_step=clarify_in_step)
+        if decision.action == "allow":
+            await self._run_and_record(run, tool, call)
+            return
+        if decision.action == "deny":
+            if run.agent.asks is None and decision.reason:
+                log.warning("tool %s needs an ask but asks are off: denied", tool.name)
+            await self._tool_result(run, call, decision.reason, is_error=True)
+            return
+        if run.pause is not None:
+            await self._deny(run, call, "one_ask_at_a_time")
+            return
+        if decision.action == "permission":
+            gate = permission_pending(connection, tool, call)
+        else:
+            gate = approval_pending(run.agent, tool, call)
+        run.pause = gate
+        run.rows.append(_gate_row(gate, step))
+
+    async def _decide(
+        self, run: _Run, tool: Tool, connection: ToolSet, *, clarify_in_step: bool
+    ) -> Decision:
+        user_id = run.principal.user_id
+        permission = await self.store.permissions.get(user_id, connection.connection_id)
+        grant = await self.store.grants.find(
+            user_id, connection.connection_id, tool.name, history_id=run.history.id
+        )
+        return decide(
+            tool.safety(trusted=connection.trusted),
+            level=permission.level if permission is not None else None,
+            granted=grant is not None,
+            asks_enabled=run.agent.asks is not None,
+            clarify_in_step=clarify_in_step,
+        )
+
+    async def _run_and_record(self, run: _Run, tool: Tool, call: ToolCall) -> None:
+        content, is_error = await _run_tool(tool, call)
+        await self._tool_result(run, call, content, is_error=is_error)
+
+    async def _deny(self, run: _Run, call: ToolCall, reason: str) -> None:
+        """The held call does not run: the model reads why, the client sees ``approved:
+        false``."""
+        denied = execution_denied(reason)
+        run.rows.append(result_row(call.id, call.name, denied, is_error=True))
+        run.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, content=denied, is_error=True
+            )
+        )
+        run.output = True
+        await run.turn.emit(
+            tool_result_event(call.id, call.name, {"approved": False, "reason": reason})
+        )
+
+    async def _tool_result(
+        self, run: _Run, call: ToolCall, content: Any, *, is_error: bool
+    ) -> None:
+        run.rows.append(result_row(call.id, call.name, content, is_error=is_error))
+        run.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
+            )
+        )
+        run.output = True
+        await run.turn.emit(tool_result_event(call.id, call.name, content))
+
+    async def _resolve_gate(
+        self, run: _Run, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
+    ) -> None:
+        """Carry out the answer to an approval or a permission ask on the held call."""
+        call = _held_call(run.messages, pending)
+        agent = run.agent
+        tool = agent.tools.get(call.name) if call is not None else None
+        if call is None or tool is None:
+            log.warning("the held call of %s is gone; nothing runs", pending["toolCallId"])
+            return
+        connection = agent.connection_of(tool.name)
+        user_id = run.principal.user_id
+        if pending["origin"] == PERMISSION:
+            level = chosen_level(envelope)
+            if level is None:
+                await self._deny(run, call, denial_reason(envelope) or "user_declined")
+                return
+            await self.store.permissions.set(user_id, connection.connection_id, level)
+            decision = await self._decide(run, tool, connection, clarify_in_step=False)
+            if decision.action == "allow":
+                await self._run_and_record(run, tool, call)
+            elif decision.action == "deny":
+                await self._tool_result(run, call, decision.reason, is_error=True)
+            else:
+                gate = approval_pending(agent, tool, call)
+                run.pause = gate
+                run.rows.append(_gate_row(gate, f"{run.turn_id}:gate"))
+            return
+        reason = denial_reason(envelope)
+        if reason is not None:
+            await self._deny(run, call, reason)
+            return
+        if scope == "conversation":
+            await self.store.grants.add(
+                user_id,
+                connection.connection_id,
+                tool.name,
+                "conversation",
+                history_id=run.history.id,
+            )
+        elif scope == "always":
+            await self.store.grants.add(user_id, connection.connection_id, tool.name, "always")
+        await self._run_and_record(run, tool, call)
 
     async def _commit(self, run: _Run) -> None:
         """Append the turn's rows and write its pending ask in one compare-and-set."""
@@ -650,17 +833,11 @@ def _surface(surface: Any) -> AskSurface:
     return cast(AskSurface, surface)
 
 
-def _answer_errors(
-    pending: dict[str, Any], envelope: dict[str, Any], cap: int
-) -> list[AskValidationError]:
-    return validate_ask_response(
-        pending["kind"], pending["input"], envelope, max_file_size_bytes=cap
-    )
-
-
 def _ask_tool_name(pending: dict[str, Any]) -> str:
     if pending.get("origin") and pending.get("toolName"):
         return str(pending["toolName"])
+    if pending["kind"] == "clarify":
+        return CLARIFY_TOOL
     return f"ask_{pending['kind']}"
 
 
@@ -714,3 +891,27 @@ def _failure_text() -> str:
 
 def _keep() -> Any:
     return UNSET
+
+
+def _gate_row(gate: dict[str, Any], step: str) -> Row:
+    """The row of a gate: a call of the host tool named by the gate's id, for display only."""
+    ask: dict[str, Any] = {"kind": gate["kind"], "status": "pending", "origin": gate["origin"]}
+    return {
+        "type": "tool-call",
+        "toolName": gate["toolName"],
+        "toolCallId": gate["toolCallId"],
+        "args": gate["input"],
+        "step": step,
+        "ask": ask,
+    }
+
+
+def _held_call(messages: list[Message], pending: dict[str, Any]) -> ToolCall | None:
+    """The tool call a gate holds, found in the paused turn's own messages."""
+    held = pending.get("heldToolCallId")
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id == held:
+                    return call
+    return None
