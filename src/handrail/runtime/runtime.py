@@ -16,25 +16,18 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from .._util import iso, new_id, utc_now
 from ..asks import (
+    ASK_KINDS,
     ASK_SURFACES,
     AskSurface,
-    AskValidationError,
-    clarify_error_text,
-    clarify_simple_card,
-    to_simple_card,
-    validate_ask_input,
-    validate_clarify_prompts,
 )
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
 from ..errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
-from ..policy import Decision, GrantScope, decide
+from ..policy import GrantScope
 from ..store import Store
 from ..store.records import UNSET, AskStatus, History, HistoryChange
 from .agent import Agent
@@ -44,67 +37,32 @@ from .events import (
     ask_resolved_event,
     done_event,
     error_event,
-    text_event,
-    tool_call_event,
-    tool_result_event,
 )
 from .gates import (
     GATE_ORIGINS,
-    PERMISSION,
-    approval_pending,
-    chosen_level,
-    denial_reason,
-    execution_denied,
     gate_answer_errors,
-    permission_pending,
     split_scope,
 )
 from .messages import (
-    AssistantMessage,
     FilePart,
     Message,
-    ToolCall,
     ToolResultMessage,
     UserMessage,
     messages_from_json,
     messages_to_json,
 )
-from .models import INVALID_ARGUMENTS_KEY, model_from_name
-from .models.base import Model, ModelError, ModelRequest, TextDelta, ToolCallPart
+from .models import model_from_name
+from .models.base import Model, ModelError
 from .prompting import CLARIFY_TOOL, TurnSetup, build_turn_setup
-from .rows import Row, assistant_row, call_row, result_row, rows_to_messages, user_row
-from .tools import Tool, ToolError, ToolSet, invalid_arguments_text
+from .rows import Row, result_row, rows_to_messages, user_row
+from .steps import CANCEL_OTHER, StepRunner, TurnRun
 from .turn import Principal, Turn
 
 log = logging.getLogger("handrail.runtime")
 
-MAX_STEPS: Final = 12
 TITLE_MAX: Final = 60
 NOT_PENDING: Final = "This ask is no longer pending"
-CANCEL_OTHER: Final = {"action": "cancel", "reason": "one_ask_at_a_time"}
 CANCEL_BY_MESSAGE: Final = {"action": "cancel", "reason": "user_sent_message"}
-
-
-@dataclass(kw_only=True)
-class _Run:
-    """One turn in flight: what the model has seen, and the rows it will append."""
-
-    turn: Turn
-    history: History
-    principal: Principal
-    agent: Agent
-    model: Model
-    setup: TurnSetup
-    messages: list[Message]
-    turn_start: int
-    prompt_index: int | None
-    rows: list[Row] = field(default_factory=list)
-    turn_id: str = field(default_factory=new_id)
-    output: bool = False
-    pause: dict[str, Any] | None = None
-    log_prompt: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
 
 
 class Runtime:
@@ -136,6 +94,7 @@ class Runtime:
         self._models: dict[str, Model] = dict(models or {})
         self._model_override = model
         self._tasks: set[asyncio.Task[None]] = set()
+        self._calls = StepRunner(store)
         self._built: list[Model] = []
 
     # ----------------------------------------------------------------------------- lookups
@@ -267,7 +226,7 @@ class Runtime:
                 NOT_PENDING, "Another answer or message resolved the ask first."
             ) from None
         turn = Turn(history.id)
-        run = _Run(
+        run = TurnRun(
             turn=turn,
             history=answered,
             principal=principal,
@@ -373,7 +332,7 @@ class Runtime:
             *rows_to_messages(r.data for r in prior),
             UserMessage(text=prompt),
         ]
-        run = _Run(
+        run = TurnRun(
             turn=turn,
             history=history,
             principal=principal,
@@ -387,7 +346,7 @@ class Runtime:
             log_prompt=prompt,
         )
         try:
-            await self._steps(run)
+            await self._calls.steps(run)
         except Exception as exc:
             await self._fail(run, exc)
             return
@@ -421,14 +380,14 @@ class Runtime:
         return history
 
     async def _answer_turn(
-        self, run: _Run, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
+        self, run: TurnRun, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
     ) -> None:
         await run.turn.emit(ask_resolved_event(pending["toolCallId"], envelope["action"]))
         try:
             if pending.get("origin") in GATE_ORIGINS:
-                await self._resolve_gate(run, pending, envelope, scope)
+                await self._calls.resolve_gate(run, pending, envelope, scope)
             if run.pause is None:
-                await self._steps(run)
+                await self._calls.steps(run)
         except Exception as exc:
             if not run.output and not run.rows and await self._undo_answer(run, pending):
                 return
@@ -436,7 +395,7 @@ class Runtime:
             return
         await self._commit(run)
 
-    async def _undo_answer(self, run: _Run, pending: dict[str, Any]) -> bool:
+    async def _undo_answer(self, run: TurnRun, pending: dict[str, Any]) -> bool:
         """Put the answered ask back, when nothing but ``{askResolved}`` reached the client
         and the conversation has not changed since the answer."""
         tool_call_id = pending["toolCallId"]
@@ -453,255 +412,13 @@ class Runtime:
         except (Conflict, NotFound):
             return False
         run.turn.error = _failure_text()
-        run.turn.pending_summary = {
-            "toolCallId": tool_call_id,
-            "kind": pending["kind"],
-            "simple": pending["simple"],
-        }
+        run.turn.pending_summary = _summary(pending)
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
         await self._log(run, error=_failure_text())
         return True
 
-    async def _steps(self, run: _Run) -> None:
-        """Call the model step by step until it answers without tools or an ask pauses."""
-        for step in range(MAX_STEPS):
-            text: list[str] = []
-            calls: list[ToolCall] = []
-            request = ModelRequest(
-                system=run.setup.system, messages=tuple(run.messages), tools=run.setup.specs
-            )
-            async for event in run.model.stream(request):
-                if isinstance(event, TextDelta) and event.text:
-                    text.append(event.text)
-                    run.output = True
-                    await run.turn.emit(text_event(event.text))
-                elif isinstance(event, ToolCallPart):
-                    calls.append(event.call)
-            said = "".join(text)
-            if not calls:
-                if said:
-                    run.rows.append(assistant_row(said))
-                run.messages.append(AssistantMessage(text=said))
-                return
-            # Text in a step that calls tools is dropped: the question belongs in the ask.
-            run.messages.append(AssistantMessage(tool_calls=tuple(calls)))
-            await self._run_calls(run, calls, f"{run.turn_id}:{step}")
-            if run.pause is not None:
-                return
-        run.rows.append(assistant_row(f"(The agent stopped after {MAX_STEPS} steps.)"))
-        await run.turn.emit(error_event(f"The agent stopped after {MAX_STEPS} steps."))
-
-    async def _run_calls(self, run: _Run, calls: list[ToolCall], step: str) -> None:
-        setup = run.setup
-        clarify_in_step = any(call.name == CLARIFY_TOOL for call in calls) and setup.clarify
-        for call in calls:
-            if call.name == CLARIFY_TOOL and setup.clarify:
-                self._clarify_call(run, call, step)
-                continue
-            kind = setup.ask_tools.get(call.name)
-            if kind is not None:
-                errors = validate_ask_input(kind, call.arguments, surface=setup.surface)
-                if errors:
-                    run.messages.append(
-                        ToolResultMessage(
-                            tool_call_id=call.id,
-                            tool_name=call.name,
-                            content=_invalid_ask_text(call.name, errors),
-                            is_error=True,
-                        )
-                    )
-                elif run.pause is None:
-                    run.pause = {
-                        "toolCallId": call.id,
-                        "kind": kind,
-                        "input": call.arguments,
-                        "simple": to_simple_card(kind, call.arguments, call.id),
-                        "created": iso(utc_now()),
-                    }
-                    run.rows.append(call_row(call, step=step, ask_kind=kind))
-                else:
-                    run.rows.append(call_row(call, step=step, ask_kind=kind, status="cancelled"))
-                    run.rows.append(result_row(call.id, call.name, CANCEL_OTHER))
-                    run.messages.append(
-                        ToolResultMessage(
-                            tool_call_id=call.id, tool_name=call.name, content=CANCEL_OTHER
-                        )
-                    )
-                continue
-            await self._host_call(run, call, step, clarify_in_step=clarify_in_step)
-
-    def _clarify_call(self, run: _Run, call: ToolCall, step: str) -> None:
-        """A ``clarify`` call: an invalid one returns the error text to the model and the turn
-        goes on; a valid one pauses like an ask (one slot, later ones cancelled)."""
-        result = validate_clarify_prompts(
-            call.arguments.get("prompts"), call.arguments.get("title")
-        )
-        if result.envelope is None:
-            run.messages.append(
-                ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=clarify_error_text(result.errors),
-                    is_error=True,
-                )
-            )
-            return
-        if run.pause is not None:
-            run.rows.append(call_row(call, step=step, ask_kind="clarify", status="cancelled"))
-            run.rows.append(result_row(call.id, call.name, CANCEL_OTHER))
-            run.messages.append(
-                ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=CANCEL_OTHER)
-            )
-            return
-        run.pause = {
-            "toolCallId": call.id,
-            "kind": "clarify",
-            "input": result.envelope,
-            "simple": clarify_simple_card(result.envelope, call.id),
-            "created": iso(utc_now()),
-        }
-        run.rows.append(call_row(call, step=step, ask_kind="clarify"))
-
-    async def _host_call(
-        self, run: _Run, call: ToolCall, step: str, *, clarify_in_step: bool
-    ) -> None:
-        """A call of a host tool: checked, then decided by the policy: run it, deny it, or pause
-        on an approval or a permission ask (when the one slot is free; else deny it)."""
-        setup = run.setup
-        tool = setup.host_tools.get(call.name)
-        run.rows.append(call_row(call, step=step))
-        await run.turn.emit(tool_call_event(call.id, call.name, call.arguments))
-        if tool is None:
-            offered = ", ".join(sorted([*setup.host_tools, *setup.ask_tools])) or "none"
-            text = f"There is no tool named {call.name!r}. The tools are: {offered}."
-            await self._tool_result(run, call, text, is_error=True)
-            return
-        if INVALID_ARGUMENTS_KEY in call.arguments:
-            text = (
-                f"The arguments of {call.name} were not a JSON object, so it did not run. "
-                "Call it again with a JSON object that matches its input schema."
-            )
-            await self._tool_result(run, call, text, is_error=True)
-            return
-        problems = tool.check(call.arguments)
-        if problems:
-            await self._tool_result(
-                run, call, invalid_arguments_text(tool.name, problems), is_error=True
-            )
-            return
-        connection = run.agent.connection_of(tool.name)
-        decision = await self._decide(run, tool, connection, clarify_in_step=clarify_in_step)
-        if decision.action == "allow":
-            await self._run_and_record(run, tool, call)
-            return
-        if decision.action == "deny":
-            if run.agent.asks is None and decision.reason:
-                log.warning("tool %s needs an ask but asks are off: denied", tool.name)
-            await self._tool_result(run, call, decision.reason, is_error=True)
-            return
-        if run.pause is not None:
-            await self._deny(run, call, "one_ask_at_a_time")
-            return
-        if decision.action == "permission":
-            gate = permission_pending(connection, tool, call)
-        else:
-            gate = approval_pending(run.agent, tool, call)
-        run.pause = gate
-        run.rows.append(_gate_row(gate, step))
-
-    async def _decide(
-        self, run: _Run, tool: Tool, connection: ToolSet, *, clarify_in_step: bool
-    ) -> Decision:
-        user_id = run.principal.user_id
-        permission = await self.store.permissions.get(user_id, connection.connection_id)
-        grant = await self.store.grants.find(
-            user_id, connection.connection_id, tool.name, history_id=run.history.id
-        )
-        return decide(
-            tool.safety(trusted=connection.trusted),
-            level=permission.level if permission is not None else None,
-            granted=grant is not None,
-            asks_enabled=run.agent.asks is not None,
-            clarify_in_step=clarify_in_step,
-        )
-
-    async def _run_and_record(self, run: _Run, tool: Tool, call: ToolCall) -> None:
-        content, is_error = await _run_tool(tool, call)
-        await self._tool_result(run, call, content, is_error=is_error)
-
-    async def _deny(self, run: _Run, call: ToolCall, reason: str) -> None:
-        """The held call does not run: the model reads why, the client sees ``approved:
-        false``."""
-        denied = execution_denied(reason)
-        run.rows.append(result_row(call.id, call.name, denied, is_error=True))
-        run.messages.append(
-            ToolResultMessage(
-                tool_call_id=call.id, tool_name=call.name, content=denied, is_error=True
-            )
-        )
-        run.output = True
-        await run.turn.emit(
-            tool_result_event(call.id, call.name, {"approved": False, "reason": reason})
-        )
-
-    async def _tool_result(
-        self, run: _Run, call: ToolCall, content: Any, *, is_error: bool
-    ) -> None:
-        run.rows.append(result_row(call.id, call.name, content, is_error=is_error))
-        run.messages.append(
-            ToolResultMessage(
-                tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
-            )
-        )
-        run.output = True
-        await run.turn.emit(tool_result_event(call.id, call.name, content))
-
-    async def _resolve_gate(
-        self, run: _Run, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
-    ) -> None:
-        """Carry out the answer to an approval or a permission ask on the held call."""
-        call = _held_call(run.messages, pending)
-        agent = run.agent
-        tool = agent.tools.get(call.name) if call is not None else None
-        if call is None or tool is None:
-            log.warning("the held call of %s is gone; nothing runs", pending["toolCallId"])
-            return
-        connection = agent.connection_of(tool.name)
-        user_id = run.principal.user_id
-        if pending["origin"] == PERMISSION:
-            level = chosen_level(envelope)
-            if level is None:
-                await self._deny(run, call, denial_reason(envelope) or "user_declined")
-                return
-            await self.store.permissions.set(user_id, connection.connection_id, level)
-            decision = await self._decide(run, tool, connection, clarify_in_step=False)
-            if decision.action == "allow":
-                await self._run_and_record(run, tool, call)
-            elif decision.action == "deny":
-                await self._tool_result(run, call, decision.reason, is_error=True)
-            else:
-                gate = approval_pending(agent, tool, call)
-                run.pause = gate
-                run.rows.append(_gate_row(gate, f"{run.turn_id}:gate"))
-            return
-        reason = denial_reason(envelope)
-        if reason is not None:
-            await self._deny(run, call, reason)
-            return
-        if scope == "conversation":
-            await self.store.grants.add(
-                user_id,
-                connection.connection_id,
-                tool.name,
-                "conversation",
-                history_id=run.history.id,
-            )
-        elif scope == "always":
-            await self.store.grants.add(user_id, connection.connection_id, tool.name, "always")
-        await self._run_and_record(run, tool, call)
-
-    async def _commit(self, run: _Run) -> None:
+    async def _commit(self, run: TurnRun) -> None:
         """Append the turn's rows and write its pending ask in one compare-and-set."""
         history_id = run.history.id
         while True:
@@ -745,11 +462,7 @@ class Runtime:
         if pending is not None:
             meta = {**_ask_meta(pending), "phase": "asked"}
             run.metadata["nextAsk" if "ask" in run.metadata else "ask"] = meta
-            run.turn.pending_summary = {
-                "toolCallId": pending["toolCallId"],
-                "kind": pending["kind"],
-                "simple": pending["simple"],
-            }
+            run.turn.pending_summary = _summary(pending)
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
             done_event(
@@ -760,7 +473,7 @@ class Runtime:
         )
         await self._log(run)
 
-    async def _fail(self, run: _Run, exc: Exception) -> None:
+    async def _fail(self, run: TurnRun, exc: Exception) -> None:
         """Keep what the turn did before the failure; drop the ask it had not paused on."""
         if isinstance(exc, ModelError):
             log.warning("model call failed on history %s: %s", run.history.id, exc)
@@ -795,7 +508,7 @@ class Runtime:
         await run.turn.emit(done_event(run.history.id, title=run.turn.title))
         await self._log(run, error=str(exc) or type(exc).__name__)
 
-    async def _log(self, run: _Run, *, error: str | None = None) -> None:
+    async def _log(self, run: TurnRun, *, error: str | None = None) -> None:
         text = "".join(e["text"] for e in run.turn.events if "text" in e)
         try:
             await self.store.requests.add(
@@ -811,17 +524,6 @@ class Runtime:
             )
         except Exception:
             log.exception("could not write the request log of history %s", run.history.id)
-
-
-async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
-    """Run a host tool: its result, or the error the model sees (never a traceback)."""
-    try:
-        return await tool.run(call.arguments), False
-    except ToolError as exc:
-        return str(exc), True
-    except Exception:
-        log.exception("tool %s failed", tool.name)
-        return f"The tool {tool.name} failed unexpectedly. Try another way, or tell the user.", True
 
 
 def _surface(surface: Any) -> AskSurface:
@@ -856,11 +558,6 @@ def _not_pending_detail(pending: dict[str, Any] | None) -> str:
     return "The history waits on another ask. Reload the conversation to see it."
 
 
-def _invalid_ask_text(tool_name: str, errors: list[AskValidationError]) -> str:
-    problems = "; ".join(f"{e.path or '(the input)'}: {e.message} {e.fix}" for e in errors)
-    return f"Invalid {tool_name} input, so nothing was shown to the user. {problems}"
-
-
 def _cancel_paused(
     rows: list[Row], pause: dict[str, Any], *, result: dict[str, Any] | None = None
 ) -> list[Row]:
@@ -877,7 +574,7 @@ def _cancel_paused(
     return out
 
 
-def _title_for(run: _Run) -> str | None:
+def _title_for(run: TurnRun) -> str | None:
     for row in run.rows:
         if row.get("type") == "user":
             first = str(row.get("text", "")).strip().splitlines()
@@ -893,25 +590,8 @@ def _keep() -> Any:
     return UNSET
 
 
-def _gate_row(gate: dict[str, Any], step: str) -> Row:
-    """The row of a gate: a call of the host tool named by the gate's id, for display only."""
-    ask: dict[str, Any] = {"kind": gate["kind"], "status": "pending", "origin": gate["origin"]}
-    return {
-        "type": "tool-call",
-        "toolName": gate["toolName"],
-        "toolCallId": gate["toolCallId"],
-        "args": gate["input"],
-        "step": step,
-        "ask": ask,
-    }
-
-
-def _held_call(messages: list[Message], pending: dict[str, Any]) -> ToolCall | None:
-    """The tool call a gate holds, found in the paused turn's own messages."""
-    held = pending.get("heldToolCallId")
-    for message in reversed(messages):
-        if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                if call.id == held:
-                    return call
-    return None
+def _summary(pending: dict[str, Any]) -> dict[str, Any]:
+    """The headless summary of a pending ask: a gate shows as a plain ask, and a clarify ask as
+    the kind of its card, so the published schemas hold."""
+    kind = pending["kind"] if pending["kind"] in ASK_KINDS else pending["simple"]["kind"]
+    return {"toolCallId": pending["toolCallId"], "kind": kind, "simple": pending["simple"]}

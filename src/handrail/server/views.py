@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from handrail.asks import ASK_KINDS
+
 from .._util import iso
 from ..store.records import FileRecord, History, StoredRow
 
@@ -69,7 +71,9 @@ def pending_ask_summary(history: History) -> dict[str, Any]:
     if history.title:
         out["title"] = history.title
     out["toolCallId"] = pending["toolCallId"]
-    out["kind"] = pending["kind"]
+    # A clarify ask shows as the kind of its card (one choice, one confirm, or a form), so the
+    # published schemas, whose kinds are the five ask kinds, hold for every summary.
+    out["kind"] = pending["kind"] if pending["kind"] in ASK_KINDS else pending["simple"]["kind"]
     out["simple"] = pending["simple"]
     out["created"] = pending.get("created") or iso(history.updated)
     return out
