@@ -23,6 +23,11 @@ ROUTES = {
     ("/api/histories/{id}", "delete"),
     ("/api/histories/{id}/turn", "post"),
     ("/api/files/upload", "post"),
+    ("/api/grants", "get"),
+    ("/api/grants/{id}", "delete"),
+    ("/api/permissions", "get"),
+    ("/api/permissions/{connectionId}", "put"),
+    ("/api/permissions/{connectionId}", "delete"),
 }
 
 

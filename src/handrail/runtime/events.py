@@ -32,7 +32,7 @@ def ask_event(pending_ask: dict[str, Any], history_id: str) -> Event:
         "input": pending_ask["input"],
         "simple": pending_ask["simple"],
     }
-    for key in ("origin", "toolName", "preview", "expiresAt"):
+    for key in ("origin", "toolName", "connectionId", "preview", "expiresAt"):
         if key in pending_ask:
             ask[key] = pending_ask[key]
     return {"ask": ask, "historyId": history_id}

@@ -3,7 +3,8 @@
 The rows are the spec's "Stored state": ``user`` and ``assistant`` text rows, and ``tool-call``
 / ``tool-result`` rows (an ask's call row carries ``ask: {kind, status}``). A ``tool-call`` row
 also records its ``step`` so that the calls one model step made replay as one assistant message.
-Approval rows (``ask.origin == "approval"``) are for display only and never replayed.
+Rows of the asks the server makes (``ask.origin`` set: approvals, permission asks) are for
+display only and never replayed; the held tool call's own rows are.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def rows_to_messages(rows: Iterable[Mapping[str, Any]]) -> list[Message]:
     Calls of one step become one assistant message followed by their results; approval rows
     and calls that never got a result are left out, so every replayed call has its result.
     """
-    rows = [r for r in rows if not _is_approval(r)]
+    rows = list(rows)
+    gate_ids = {r.get("toolCallId") for r in rows if _is_gate(r)}
+    rows = [r for r in rows if not _is_gate(r) and r.get("toolCallId") not in gate_ids]
     answered = {r.get("toolCallId") for r in rows if r.get("type") == "tool-result"}
     messages: list[Message] = []
     pending_calls: list[ToolCall] = []
@@ -136,8 +139,8 @@ def _insert_late_result(messages: list[Message], result: ToolResultMessage) -> N
             return
 
 
-def _is_approval(row: Mapping[str, Any]) -> bool:
+def _is_gate(row: Mapping[str, Any]) -> bool:
+    """A row of an ask the server made (approval, permission, selection, confirmation): shown
+    to people, never replayed to the model (the held call's own rows are)."""
     ask = row.get("ask")
-    if isinstance(ask, dict) and ask.get("origin") == "approval":
-        return True
-    return bool(row.get("approval"))
+    return isinstance(ask, dict) and bool(ask.get("origin"))

@@ -40,6 +40,7 @@ from .events import (
 )
 from .gates import (
     GATE_ORIGINS,
+    execution_denied,
     gate_answer_errors,
     split_scope,
 )
@@ -363,7 +364,8 @@ class Runtime:
                     history.id,
                     HistoryChange(
                         append=[
-                            result_row(tool_call_id, _ask_tool_name(pending), CANCEL_BY_MESSAGE)
+                            result_row(tool_call_id, _ask_tool_name(pending), CANCEL_BY_MESSAGE),
+                            *_held_denial(pending, "user_sent_message"),
                         ],
                         ask_status={tool_call_id: "cancelled"},
                         pending_ask=None,
@@ -562,16 +564,26 @@ def _cancel_paused(
     rows: list[Row], pause: dict[str, Any], *, result: dict[str, Any] | None = None
 ) -> list[Row]:
     """The rows with the paused ask cancelled: its call row marked ``cancelled`` and its
-    cancel result added right after it."""
+    cancel result added right after it; a gate's held call gets its denial too."""
+    cancel = result or CANCEL_OTHER
     out: list[Row] = []
     for row in rows:
         if row.get("type") == "tool-call" and row.get("toolCallId") == pause["toolCallId"]:
             row = {**row, "ask": {**row["ask"], "status": "cancelled"}}
             out.append(row)
-            out.append(result_row(pause["toolCallId"], row["toolName"], result or CANCEL_OTHER))
+            out.append(result_row(pause["toolCallId"], row["toolName"], cancel))
+            out.extend(_held_denial(pause, str(cancel.get("reason") or "user_cancelled")))
         else:
             out.append(row)
     return out
+
+
+def _held_denial(pending: dict[str, Any], reason: str) -> list[Row]:
+    """The result row that tells the model a gate's held call did not run."""
+    held = pending.get("heldToolCallId")
+    if not pending.get("origin") or not held:
+        return []
+    return [result_row(held, str(pending["toolName"]), execution_denied(reason), is_error=True)]
 
 
 def _title_for(run: TurnRun) -> str | None:

@@ -21,10 +21,13 @@ from ..store import Store
 from .auth import Authenticator
 from .chat import add_chat_routes
 from .config import ServerConfig
+from .grants import add_grant_routes
 from .histories import add_history_routes
+from .info import add_info_routes
 from .openapi import install_openapi
 from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
 from .uploads import add_upload_routes
+from .web import add_web_routes
 
 __all__ = ["create_app"]
 
@@ -96,6 +99,9 @@ def create_app(
     add_chat_routes(app.router, prefix)
     add_history_routes(app.router, prefix, asks_enabled=config.asks_enabled)
     add_upload_routes(app.router, prefix)
+    add_grant_routes(app.router, prefix)
+    add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
+    add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)
     # The last added is the outermost: the request id is set before anything can fail.
     app.add_middleware(CatchAllMiddleware)

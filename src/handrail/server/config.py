@@ -13,6 +13,7 @@
       - name: helper
         instructions: You help people set up their billing.
         asks: {kinds: [choice, confirm], maxFileSizeBytes: 5000000}
+        clarify: true                        # offer the clarify tool (batched questions)
       - import: "my_app.agents:support"
 
 Every mistake raises `ConfigError` whose message starts with the field's path (such as
@@ -78,7 +79,7 @@ _TOP_KEYS: Final = (
     "agents",
 )
 _USER_KEYS: Final = ("id", "token", "token_env", "admin")
-_AGENT_KEYS: Final = ("name", "instructions", "model", "asks")
+_AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify")
 _ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
 _IMPORT: Final = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -411,8 +412,16 @@ def _agents(value: Any) -> list[Agent]:
             raise ConfigError(f"{path}.instructions: must be a string")
         model = _string(entry["model"], f"{path}.model") if "model" in entry else None
         asks = _asks(entry.get("asks", True), f"{path}.asks")
+        clarify = _bool(entry.get("clarify", False), f"{path}.clarify")
+        if clarify and asks is None:
+            raise ConfigError(
+                f"{path}.clarify: clarify pauses the turn on an ask, so it needs asks on; "
+                "drop 'asks: false' or 'clarify: true'"
+            )
         try:
-            agents.append(Agent(name, instructions=instructions, model=model, asks=asks))
+            agents.append(
+                Agent(name, instructions=instructions, model=model, asks=asks, clarify=clarify)
+            )
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
     return agents

@@ -32,6 +32,7 @@ PUBLIC_PENDING_ASK_KEYS: Final = (
     "created",
     "origin",
     "toolName",
+    "connectionId",
     "approvalId",
     "preview",
     "expiresAt",
