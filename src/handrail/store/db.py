@@ -118,6 +118,10 @@ class Database:
         connect_args: dict[str, Any] = {}
         if self.backend == "sqlite":
             connect_args["timeout"] = BUSY_TIMEOUT_S
+            database = self.url.database
+            if database and database != ":memory:" and not database.startswith("file:"):
+                # A new SQLite file's folder is made for it, as the file itself would be.
+                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         self.engine: AsyncEngine = create_async_engine(
             self.url, connect_args=connect_args, echo=echo
         )
