@@ -8,11 +8,12 @@ BIN := $(VENV)/bin
 
 test: venv lint typecheck pytest
 
-# The README's first command: the server on SQLite with the scripted model, user `demo` with
-# the token `demo-alice`. The web UI arrives with the web UI issue; until then, use curl.
+# The README's first command: the demo (the web UI and the demo agent on SQLite in
+# ./handrail-demo, the scripted model unless HANDRAIL_MODEL names another, users alice, bob and
+# admin) on DEMO_PORT, opening the browser when there is a display.
 DEMO_PORT ?= 8000
 demo: venv
-	HANDRAIL_TOKEN=demo-alice $(BIN)/handrail serve --port $(DEMO_PORT)
+	$(BIN)/handrail demo --port $(DEMO_PORT)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +32,7 @@ typecheck:
 # pytest exits 5 when it collects no tests; that is a failure here too, never a silent pass.
 pytest:
 	scripts/ensure-postgres.sh
+	scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest -W error
 
 schemas: venv

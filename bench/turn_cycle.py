@@ -21,7 +21,11 @@ with ``PRAGMA synchronous=FULL``, and every cycle starts a new conversation:
   ``interrupt({"question": ...})`` and returns a reply; ``invoke`` on a new ``thread_id``
   (returns ``__interrupt__``), then ``invoke(Command(resume=answer))``.
 
-Then it measures the memory of a fresh server holding many paused conversations: it pauses
+Then it shows where an in-process cycle's time goes: every store call timed, the SQL statements,
+write transactions and aiosqlite thread round trips of one cycle, and unit costs probed on the
+machine (``--profile N`` adds a cProfile listing of N cycles).
+
+Last, it measures the memory of a fresh server holding many paused conversations: it pauses
 histories through the HTTP API (1,000, then up to 10,000), and at each mark reads the server
 process's resident size (``VmRSS``, ``VmHWM`` from ``/proc``) and its Python heap
 (``tracemalloc``, current and the peak since the last mark) through a bench-only route.
@@ -60,16 +64,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, TypedDict
-
-try:
-    from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import Command, interrupt
-except ImportError as error:  # pragma: no cover - a hint for a bare environment
-    sys.exit(
-        f"{error.name} is missing: install the bench extra (make bench, or "
-        "pip install -e '.[bench]') and run again."
-    )
 
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
@@ -370,6 +364,8 @@ class PlanState(TypedDict, total=False):
 
 
 def ask_node(state: PlanState) -> PlanState:
+    from langgraph.types import interrupt
+
     answer = interrupt({"question": PLAN_ASK["prompt"], "ask": PLAN_ASK})
     return {"reply": "ask_choice returned: " + json.dumps(answer, separators=(",", ":"))}
 
@@ -381,6 +377,12 @@ class LangGraphCycle:
     phases = ("invoke → interrupt", "resume → reply")
 
     def __init__(self, db_path: Path) -> None:
+        # Imported here, so that the server subprocess does not load LangGraph.
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.graph import END, START, StateGraph
+        from langgraph.types import Command
+
+        self.command = Command
         # The saver's setup() turns WAL on; synchronous is set here, on its one connection.
         self.connection = sqlite3.connect(db_path, check_same_thread=False)
         self.connection.execute("PRAGMA synchronous=FULL")
@@ -405,7 +407,7 @@ class LangGraphCycle:
         paused = perf_counter_ns()
         if "__interrupt__" not in paused_state:
             raise RuntimeError(f"no interrupt: {paused_state}")
-        final = self.graph.invoke(Command(resume=ANSWER), config)
+        final = self.graph.invoke(self.command(resume=ANSWER), config)
         end = perf_counter_ns()
         return (paused - start, end - paused), str(final.get("reply"))
 
@@ -622,7 +624,7 @@ def profile_in_process(inproc: InProcess, cycles: int, top: int = 25) -> None:
         "under the profiler; totals over all cycles), by own time"
     )
     buffer = io.StringIO()
-    pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profiler, stream=buffer).strip_dirs().sort_stats("tottime").print_stats(top)
     text = buffer.getvalue()
     print(text[text.find("   ncalls") :].rstrip())
 
@@ -674,8 +676,8 @@ def fmt_time(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
-def fmt_mb(value: float) -> str:
-    return f"{value / 1_048_576:.1f} MiB"
+def fmt_mb(value: float, *, sign: bool = False) -> str:
+    return f"{value / 1_048_576:{'+' if sign else ''}.1f} MiB"
 
 
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -685,7 +687,7 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]
         return "  ".join(
             c.ljust(w) if i == 0 else c.rjust(w)
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        )
+        ).rstrip()
 
     print(f"\n{title}\n{line(headers)}\n{'  '.join('-' * w for w in widths)}")
     for row in rows:
@@ -857,16 +859,28 @@ def memory(args: argparse.Namespace, folder: Path) -> None:
     finally:
         server.stop()
 
-    headers = ["paused", "RSS", "peak RSS", "DB + WAL"]
+    headers = ["paused", "RSS", "RSS growth", "peak RSS", "DB + WAL"]
     if trace:
-        headers[2:2] = ["Python heap", "heap peak since last mark"]
+        headers[3:3] = ["Python heap", "heap growth", "heap peak since last mark"]
     rows = []
+    previous: dict[str, Any] = result[0][1]
     for paused, mem, size in result:
-        row = [f"{paused:,}", fmt_mb(mem["rss"]), fmt_mb(mem["hwm"]), fmt_mb(size)]
+        row = [
+            f"{paused:,}",
+            fmt_mb(mem["rss"]),
+            fmt_mb(mem["rss"] - previous["rss"], sign=True),
+            fmt_mb(mem["hwm"]),
+            fmt_mb(size),
+        ]
         if trace:
-            row[2:2] = [fmt_mb(mem["traced"]), fmt_mb(mem["traced_peak"])]
+            row[3:3] = [
+                fmt_mb(mem["traced"]),
+                fmt_mb(mem["traced"] - previous["traced"], sign=True),
+                fmt_mb(mem["traced_peak"]),
+            ]
         rows.append(row)
-    print_table("   server process", headers, rows)
+        previous = mem
+    print_table("   server process (growth: since the previous mark)", headers, rows)
     print(
         f"   paused histories in its database afterwards: {count_paused(db_path):,}; turns "
         f"still running in the server: {tasks}"
@@ -876,12 +890,14 @@ def memory(args: argparse.Namespace, folder: Path) -> None:
     if low is not None and high[0] > low[0]:
         span = high[0] - low[0]
         line = (
-            f"   from {low[0]:,} to {high[0]:,} paused, per history: RSS "
-            f"{(high[1]['rss'] - low[1]['rss']) / span:+,.0f} B"
+            f"   from {low[0]:,} to {high[0]:,} paused: RSS "
+            f"{fmt_mb(high[1]['rss'] - low[1]['rss'], sign=True)} "
+            f"({(high[1]['rss'] - low[1]['rss']) / span:+,.0f} B per history)"
         )
         if trace:
-            line += f", Python heap {(high[1]['traced'] - low[1]['traced']) / span:+,.0f} B"
-        print(f"{line}; database {(high[2] - low[2]) / span:+,.0f} B")
+            heap = high[1]["traced"] - low[1]["traced"]
+            line += f", Python heap {fmt_mb(heap, sign=True)} ({heap / span:+,.0f} B per history)"
+        print(f"{line}; database {(high[2] - low[2]) / span:+,.0f} B per history")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -903,6 +919,15 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.serve, trace=args.trace, max_seconds=args.max_seconds)
         return 0
 
+    try:
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    except ImportError as error:
+        print(
+            f"{error.name} is missing: install the bench extra (make bench, or "
+            "pip install -e '.[bench]') and run again.",
+            file=sys.stderr,
+        )
+        return 2
     print("handrail bench: one ask-and-answer cycle, durable on SQLite (synchronous=FULL)")
     print(machine_line())
     with tempfile.TemporaryDirectory(prefix="handrail-bench-") as folder:

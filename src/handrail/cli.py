@@ -4,6 +4,8 @@ Each subcommand is one ``_add_<name>`` function that registers its parser and se
 function that carries it out and returns the exit status. `main` parses and dispatches.
 
     handrail serve              run the HTTP API (``--config handrail.yaml``)
+    handrail demo               run the web UI and the demo agent, and open the browser
+    handrail check FILE...      compile HTTP action-set files and print every problem
     handrail schemas            write the JSON Schema documents into handrail/asks/schemas/
     handrail schemas --check    exit 1 when a committed document is out of date
 """
@@ -11,7 +13,9 @@ function that carries it out and returns the exit status. `main` parses and disp
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,6 +151,139 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=_run_serve)
 
 
+def _has_display() -> bool:
+    """Whether a browser window can open: always on macOS and Windows, and on other systems
+    when X11 or Wayland is there."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    # Imported here so that other commands never pay for the server's dependencies.
+    import uvicorn
+
+    from .demo.app import create_demo_app, demo_config
+    from .errors import ConfigError
+
+    database: Path = args.database
+    try:
+        config = demo_config(database, host=args.host, port=args.port)
+        config.check_models()
+        app = create_demo_app(database, config=config)
+    except (ConfigError, OSError) as exc:
+        print(f"handrail demo: {exc}", file=sys.stderr)
+        return 2
+
+    url = f"http://{config.host}:{config.port}/"
+    ai = "an AI model" if config.model != "scripted" else "a deterministic script, not AI"
+    lines = [
+        f"handrail demo: {url}",
+        f"  model:    {config.model} ({ai})",
+        f"  database: {database}",
+        "  users (sign in with a button on the page, or with the token):",
+    ]
+    for user in config.users:
+        admin = "  (admin)" if user.admin else ""
+        lines.append(f"    {user.id:<6} token {user.token}{admin}")
+    print("\n".join(lines), flush=True)
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level)
+    )
+    if args.browser and _has_display():
+        threading.Thread(target=_open_when_started, args=(server, url), daemon=True).start()
+    server.run()
+    return 0 if server.started else 1
+
+
+def _open_when_started(server: object, url: str) -> None:
+    import time
+    import webbrowser
+
+    for _ in range(300):
+        if getattr(server, "started", False):
+            webbrowser.open(url)
+            return
+        if getattr(server, "should_exit", False):
+            return
+        time.sleep(0.1)
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "demo",
+        help="run the web UI with the demo agent, and open the browser",
+        description=(
+            "Run the web UI and the demo agent (notes tools, a plan picker, clarify) on a "
+            "SQLite file in a local folder, with the users alice, bob and admin (an admin), "
+            "whose tokens demo-alice, demo-bob and demo-admin are printed and offered as "
+            "sign-in buttons. The model is HANDRAIL_MODEL, or the scripted model (not AI) "
+            "with a playbook of plain-language prompts."
+        ),
+    )
+    parser.add_argument(
+        "--database",
+        type=Path,
+        default=Path("handrail-demo") / "handrail.db",
+        metavar="PATH",
+        help="the SQLite file (default: ./handrail-demo/handrail.db; uploads go beside it)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument("--port", type=_port, default=8000, help="the port (default: 8000)")
+    parser.add_argument(
+        "--no-browser",
+        dest="browser",
+        action="store_false",
+        help="do not open the browser",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default: warning)",
+    )
+    parser.set_defaults(run=_run_demo)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    # Imported here so that other commands never pay for modules they do not use.
+    from .actions import ActionConfigError, load_action_set
+    from .errors import ConfigError
+
+    status = 0
+    for file in args.files:
+        try:
+            action_set = load_action_set(file)
+        except ActionConfigError as exc:
+            for problem in exc.problems:
+                print(f"{file}: {problem}")
+            status = max(status, 1)
+            continue
+        except ConfigError as exc:
+            print(f"handrail check: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        count = len(action_set.tools)
+        print(f"OK {file}: {count} tool{'' if count == 1 else 's'}")
+    return status
+
+
+def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "check",
+        help="compile action-set files and print every problem",
+        description=(
+            "Compile each HTTP action-set YAML file as the server would at start-up. Prints "
+            "'OK <file>: <n> tools', or every problem as '<file>: <path>: <CODE>: <message>'. "
+            "Secrets are looked up in the environment. Exits 1 when a file has a problem, 2 "
+            "when a file cannot be read."
+        ),
+    )
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="an action-set file")
+    parser.set_defaults(run=_run_check)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``handrail``, with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -156,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"handrail {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="<command>")
     _add_serve(commands)
+    _add_demo(commands)
+    _add_check(commands)
     _add_schemas(commands)
     return parser
 

@@ -28,6 +28,8 @@ ROUTES = {
     ("/api/permissions", "get"),
     ("/api/permissions/{connectionId}", "put"),
     ("/api/permissions/{connectionId}", "delete"),
+    ("/api/confirmations/{id}", "get"),
+    ("/api/info", "get"),
 }
 
 

@@ -17,6 +17,7 @@ from handrail.store.tables import metadata
 
 TABLES = {
     "alembic_version",
+    "confirmations",
     "files",
     "grants",
     "histories",
@@ -88,7 +89,7 @@ async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str
         async with db.read() as connection:
             assert await connection.run_sync(_table_names) == TABLES
             versions = await connection.execute(text("SELECT version_num FROM alembic_version"))
-            assert versions.scalars().all() == ["0002"]
+            assert versions.scalars().all() == ["0003"]
 
 
 async def test_migrations_match_the_tables(database_url: str) -> None:

@@ -67,7 +67,7 @@ async def test_migration_0002_upgrades_0001_and_goes_back(database_url: str) -> 
             assert not {"permissions", "grants"} & await connection.run_sync(_tables)
 
         await db.migrate()
-        assert await _version(db) == ["0002"]
+        assert await _version(db) == ["0003"]
         async with db.read() as connection:
             assert {"permissions", "grants"} <= await connection.run_sync(_tables)
 
@@ -80,7 +80,7 @@ async def test_migration_0002_upgrades_0001_and_goes_back(database_url: str) -> 
         assert {"histories", "history_rows", "files", "requests"} <= tables
 
         await db.migrate()
-        assert await _version(db) == ["0002"]
+        assert await _version(db) == ["0003"]
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Unpack, overload
 
+from ..actions import ActionSet, ActionTool
 from ..asks import ASK_KINDS, AskKind
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import ConfigError
+from ..policy import ToolHints
 from .tools import Tool, ToolError, ToolFunction, ToolOptions, ToolSet, ToolSignal
 
 __all__ = [
@@ -89,6 +91,7 @@ class Agent:
         asks: AsksOptions | bool | Mapping[str, Any] | None = True,
         tools: Iterable[Tool | Callable[..., Any]] = (),
         tool_sets: Iterable[ToolSet] = (),
+        action_sets: Iterable[ActionSet] = (),
         clarify: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
@@ -107,6 +110,11 @@ class Agent:
             self.add_tool(item)
         for tool_set in tool_sets:
             self.add_tool_set(tool_set)
+        #: The tools that are HTTP actions, by name: the runtime prepares, confirms and sends
+        #: them instead of calling a function.
+        self.actions: dict[str, tuple[ActionSet, ActionTool]] = {}
+        for action_set in action_sets:
+            self.add_action_set(action_set)
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -118,6 +126,33 @@ class Agent:
     def connections(self) -> dict[str, ToolSet]:
         """The agent's tool sets by connection id, the local one (``local:<name>``) first."""
         return dict(self._sets)
+
+    def add_action_set(self, action_set: ActionSet) -> ToolSet:
+        """Add an HTTP action set (`handrail.actions.load_action_set`) as a connection: its
+        tools are offered to the model with hints from their effect (read-only, side effect:
+        mutating, destructive: consequential), and every non-read-only one is sent only after
+        the person confirms its prepared request."""
+        tools = [
+            Tool(
+                name=action.name,
+                description=action.description,
+                input_schema=dict(action.input_schema),
+                function=_run_by_the_runtime,
+                hints=_EFFECT_HINTS[action.effect],
+            )
+            for action in action_set.tools.values()
+        ]
+        tool_set = ToolSet(
+            action_set.id,
+            action_set.name,
+            tools=tools,
+            trusted=action_set.trusted,
+            instructions=action_set.instructions,
+        )
+        self.add_tool_set(tool_set)
+        for action in action_set.tools.values():
+            self.actions[action.name] = (action_set, action)
+        return tool_set
 
     def connection_of(self, tool_name: str) -> ToolSet:
         """The tool set that holds the tool named `tool_name` (`KeyError` when none does)."""
@@ -177,3 +212,14 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, tools={sorted(self.tools)})"
+
+
+_EFFECT_HINTS: dict[str, ToolHints] = {
+    "read-only": ToolHints(read_only=True),
+    "side-effect": ToolHints(read_only=False, consequential=False),
+    "destructive": ToolHints(read_only=False, destructive=True, consequential=True),
+}
+
+
+def _run_by_the_runtime(**_arguments: Any) -> Any:
+    raise ToolError("HTTP action tools are prepared, confirmed and sent by the runtime.")

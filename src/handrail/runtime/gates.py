@@ -37,7 +37,10 @@ log = logging.getLogger("handrail.runtime")
 
 APPROVAL: Final = "approval"
 PERMISSION: Final = "permission"
-GATE_ORIGINS: Final = (APPROVAL, PERMISSION)
+SELECTION: Final = "selection"
+CONFIRMATION: Final = "confirmation"
+#: The asks the server makes itself; answering them acts on the held tool call.
+GATE_ORIGINS: Final = (APPROVAL, PERMISSION, SELECTION, CONFIRMATION)
 PROMPT_MAX: Final = 500
 
 PERMISSION_OPTION_LABELS: Final[dict[str, str]] = {
@@ -195,3 +198,11 @@ def chosen_level(envelope: dict[str, Any]) -> PermissionLevel | None:
     selected = envelope.get("content", {}).get("selected", [])
     level = selected[0] if selected else None
     return level if level in PERMISSION_LEVELS else None
+
+
+def chosen_option(envelope: dict[str, Any]) -> str | None:
+    """The option id a one-choice answer picked, or None when declined or cancelled."""
+    if envelope.get("action") != "accept":
+        return None
+    selected = envelope.get("content", {}).get("selected", [])
+    return str(selected[0]) if selected else None

@@ -30,6 +30,7 @@ from ..errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
 from ..policy import GrantScope
 from ..store import Store
 from ..store.records import UNSET, AskStatus, History, HistoryChange
+from .action_calls import ActionCalls, expired
 from .agent import Agent
 from .answer_files import invalid_answer, load_answer_files
 from .events import (
@@ -37,9 +38,11 @@ from .events import (
     ask_resolved_event,
     done_event,
     error_event,
+    tool_result_event,
 )
 from .gates import (
     GATE_ORIGINS,
+    denial_reason,
     execution_denied,
     gate_answer_errors,
     split_scope,
@@ -95,7 +98,8 @@ class Runtime:
         self._models: dict[str, Model] = dict(models or {})
         self._model_override = model
         self._tasks: set[asyncio.Task[None]] = set()
-        self._calls = StepRunner(store)
+        self.actions = ActionCalls(store)
+        self._calls = StepRunner(store, self.actions)
         self._built: list[Model] = []
 
     # ----------------------------------------------------------------------------- lookups
@@ -196,6 +200,14 @@ class Runtime:
         errors = gate_answer_errors(pending, envelope, cap)
         if errors:
             raise invalid_answer(errors)
+        if expired(pending) and denial_reason(envelope) is None:
+            await self.actions.expire(pending)
+            raise Conflict(
+                "Confirmation expired",
+                "The prepared request expired before it was confirmed; nothing was sent. "
+                "Cancel it, or ask the agent to prepare it again.",
+                code="CONFIRMATION_STALE",
+            )
         scope: GrantScope = split_scope(pending, envelope)[1]
         stored: dict[str, Any] = envelope
         parts: tuple[FilePart, ...] = ()
@@ -293,6 +305,7 @@ class Runtime:
         this runtime built."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.actions.aclose()
         for model in self._built:
             close = getattr(model, "aclose", None)
             if close is not None:
@@ -328,6 +341,7 @@ class Runtime:
         prompt: str,
     ) -> None:
         history = await self._cancel_pending_for_message(turn, history)
+        history = await self._report_uncertain(turn, history)
         prior = await self.store.histories.rows(history.id)
         messages: list[Message] = [
             *rows_to_messages(r.data for r in prior),
@@ -378,8 +392,51 @@ class Runtime:
                     raise NotFound("History not found", "The history was deleted.") from None
                 history = reloaded
                 continue
+            await self.actions.cancel(pending, "user_sent_message")
             await turn.emit(ask_resolved_event(tool_call_id, "cancel"))
         return history
+
+    async def _report_uncertain(self, turn: Turn, history: History) -> History:
+        """A side effect whose confirmation was consumed but whose outcome was never recorded
+        (the process died while sending) is uncertain: the model reads
+        ``TOOL_EXECUTION_UNCERTAIN`` as its call's result, once, and it is never resent."""
+        confirmations = self.store.confirmations
+        for record in await confirmations.find_uncertain(history_id=history.id):
+            await confirmations.reconcile(record.id)
+        uncertain = [
+            r for r in await confirmations.for_history(history.id) if r.state == "uncertain"
+        ]
+        if not uncertain:
+            return history
+        while True:
+            rows = await self.store.histories.rows(history.id)
+            answered = {
+                r.data.get("toolCallId") for r in rows if r.data.get("type") == "tool-result"
+            }
+            missing = [r for r in uncertain if r.tool_call_id not in answered]
+            if not missing:
+                return history
+            results = [
+                result_row(r.tool_call_id, r.tool_name, _uncertain_result(r.id), is_error=True)
+                for r in missing
+            ]
+            try:
+                history = await self.store.histories.apply(
+                    history.id, HistoryChange(append=results), expected_version=history.version
+                )
+            except Conflict:
+                reloaded = await self.store.histories.get(history.id)
+                if reloaded is None:
+                    raise NotFound("History not found", "The history was deleted.") from None
+                history = reloaded
+                continue
+            for record in missing:
+                await turn.emit(
+                    tool_result_event(
+                        record.tool_call_id, record.tool_name, _uncertain_result(record.id)
+                    )
+                )
+            return history
 
     async def _answer_turn(
         self, run: TurnRun, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
@@ -607,3 +664,16 @@ def _summary(pending: dict[str, Any]) -> dict[str, Any]:
     the kind of its card, so the published schemas hold."""
     kind = pending["kind"] if pending["kind"] in ASK_KINDS else pending["simple"]["kind"]
     return {"toolCallId": pending["toolCallId"], "kind": kind, "simple": pending["simple"]}
+
+
+def _uncertain_result(confirmation_id: str) -> dict[str, Any]:
+    return {
+        "status": "error",
+        "code": "TOOL_EXECUTION_UNCERTAIN",
+        "message": (
+            "The confirmed request may or may not have been carried out: the server stopped "
+            "between sending it and recording the answer. Check its status with the API before "
+            "trying again; it was not resent."
+        ),
+        "confirmationId": confirmation_id,
+    }

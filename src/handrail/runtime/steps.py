@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -24,12 +25,16 @@ from ..asks import (
 from ..policy import Decision, GrantScope, decide
 from ..store import Store
 from ..store.records import History
+from .action_calls import ActionBinding, ActionCalls, ActionStep
 from .agent import Agent
 from .events import error_event, text_event, tool_call_event, tool_result_event
 from .gates import (
+    CONFIRMATION,
     PERMISSION,
+    SELECTION,
     approval_pending,
     chosen_level,
+    chosen_option,
     denial_reason,
     execution_denied,
     permission_pending,
@@ -73,8 +78,9 @@ class TurnRun:
 class StepRunner:
     """Runs the model steps and tool calls of turns over one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, actions: ActionCalls) -> None:
         self.store = store
+        self.actions = actions
 
     async def steps(self, run: TurnRun) -> None:
         """Call the model step by step until it answers without tools or an ask pauses."""
@@ -205,6 +211,16 @@ class StepRunner:
             return
         connection = run.agent.connection_of(tool.name)
         decision = await self._decide(run, tool, connection, clarify_in_step=clarify_in_step)
+        binding = _binding(run.agent, tool.name)
+        # An HTTP action: read-only ones run when allowed; a side effect's confirmation is its
+        # approval, so it goes to its confirmation whether the level allows it or asks.
+        if (
+            binding is not None
+            and decision.action in ("allow", "ask")
+            and (binding.tool.needs_confirmation or decision.action == "allow")
+        ):
+            await self._action(run, call, binding)
+            return
         if decision.action == "allow":
             await self._run_and_record(run, tool, call)
             return
@@ -222,6 +238,35 @@ class StepRunner:
             gate = approval_pending(run.agent, tool, call)
         run.pause = gate
         run.rows.append(_gate_row(gate, step))
+
+    async def _action(
+        self,
+        run: TurnRun,
+        call: ToolCall,
+        binding: ActionBinding,
+        choices: Mapping[str, str] | None = None,
+    ) -> None:
+        """Run an action as far as it goes: its result, or a gate to pause on."""
+        if binding.tool.needs_confirmation and run.pause is not None:
+            await self._deny(run, call, "one_ask_at_a_time")
+            return
+        step = await self.actions.call(
+            binding,
+            call,
+            history_id=run.history.id,
+            user_id=run.principal.user_id,
+            choices=choices,
+        )
+        await self._action_step(run, call, step, f"{run.turn_id}:gate")
+
+    async def _action_step(
+        self, run: TurnRun, call: ToolCall, step: ActionStep, where: str
+    ) -> None:
+        if step.gate is not None:
+            run.pause = step.gate
+            run.rows.append(_gate_row(step.gate, where))
+        else:
+            await self._tool_result(run, call, step.result, is_error=step.is_error)
 
     async def _decide(
         self, run: TurnRun, tool: Tool, connection: ToolSet, *, clarify_in_step: bool
@@ -282,6 +327,26 @@ class StepRunner:
             return
         connection = agent.connection_of(tool.name)
         user_id = run.principal.user_id
+        binding = _binding(agent, tool.name)
+        if pending["origin"] in (SELECTION, CONFIRMATION) and binding is not None:
+            reason = denial_reason(envelope)
+            if pending["origin"] == SELECTION:
+                chosen = chosen_option(envelope)
+                if chosen is None:
+                    await self._deny(run, call, reason or "user_declined")
+                    return
+                choices = {**pending.get("choices", {}), str(pending["dependency"]): chosen}
+                await self._action(run, call, binding, choices)
+                return
+            if reason is not None:
+                await self.actions.cancel(pending, reason)
+                await self._deny(run, call, reason)
+                return
+            step = await self.actions.confirm(
+                binding, call, pending, history_id=run.history.id, user_id=user_id
+            )
+            await self._action_step(run, call, step, f"{run.turn_id}:gate")
+            return
         if pending["origin"] == PERMISSION:
             level = chosen_level(envelope)
             if level is None:
@@ -289,7 +354,13 @@ class StepRunner:
                 return
             await self.store.permissions.set(user_id, connection.connection_id, level)
             decision = await self._decide(run, tool, connection, clarify_in_step=False)
-            if decision.action == "allow":
+            if (
+                binding is not None
+                and decision.action in ("allow", "ask")
+                and (binding.tool.needs_confirmation or decision.action == "allow")
+            ):
+                await self._action(run, call, binding)
+            elif decision.action == "allow":
                 await self._run_and_record(run, tool, call)
             elif decision.action == "deny":
                 await self._tool_result(run, call, decision.reason, is_error=True)
@@ -353,3 +424,10 @@ def _held_call(messages: list[Message], pending: dict[str, Any]) -> ToolCall | N
                 if call.id == held:
                     return call
     return None
+
+
+def _binding(agent: Agent, tool_name: str) -> ActionBinding | None:
+    found = agent.actions.get(tool_name)
+    if found is None:
+        return None
+    return ActionBinding(action_set=found[0], tool=found[1])

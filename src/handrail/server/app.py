@@ -21,6 +21,7 @@ from ..store import Store
 from .auth import Authenticator
 from .chat import add_chat_routes
 from .config import ServerConfig
+from .confirmations import add_confirmation_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
 from .info import add_info_routes
@@ -100,6 +101,7 @@ def create_app(
     add_history_routes(app.router, prefix, asks_enabled=config.asks_enabled)
     add_upload_routes(app.router, prefix)
     add_grant_routes(app.router, prefix)
+    add_confirmation_routes(app.router, prefix)
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
     add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)

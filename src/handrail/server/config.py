@@ -34,6 +34,7 @@ from typing import Any, Final
 
 import yaml  # type: ignore[import-untyped]  # no stubs in the allowed dependencies
 
+from ..actions import ActionConfigError, ActionSet, load_action_set
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
@@ -79,7 +80,7 @@ _TOP_KEYS: Final = (
     "agents",
 )
 _USER_KEYS: Final = ("id", "token", "token_env", "admin")
-_AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify")
+_AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify", "actions")
 _ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
 _IMPORT: Final = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -200,9 +201,12 @@ class ServerConfig:
                 raise ConfigError(f"{where}: {exc}") from None
 
     @classmethod
-    def from_mapping(cls, data: Any, *, env: Mapping[str, str] | None = None) -> ServerConfig:
+    def from_mapping(
+        cls, data: Any, *, env: Mapping[str, str] | None = None, base_dir: Path | None = None
+    ) -> ServerConfig:
         """A config from parsed YAML (a mapping), then the environment overrides of `env`
-        (default: ``os.environ``)."""
+        (default: ``os.environ``). Relative paths in it (action set files) are read from
+        `base_dir` (the config file's folder)."""
         environ = os.environ if env is None else env
         if data is None:
             data = {}
@@ -238,7 +242,7 @@ class ServerConfig:
             else:
                 values[key] = raw
         values["users"] = _users(data.get("users"), environ)
-        values["agents"] = _agents(data.get("agents"))
+        values["agents"] = _agents(data.get("agents"), base_dir=base_dir, env=environ)
         return cls(**values)
 
 
@@ -287,7 +291,7 @@ def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> Se
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     try:
-        return ServerConfig.from_mapping(data, env=env)
+        return ServerConfig.from_mapping(data, env=env, base_dir=path.parent)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
@@ -392,7 +396,9 @@ def _users(value: Any, env: Mapping[str, str]) -> list[UserConfig]:
     return users
 
 
-def _agents(value: Any) -> list[Agent]:
+def _agents(
+    value: Any, *, base_dir: Path | None = None, env: Mapping[str, str] | None = None
+) -> list[Agent]:
     entries = _list(value, "agents", "[{name: helper, instructions: ..., asks: true}]")
     agents: list[Agent] = []
     for index, entry in enumerate(entries):
@@ -418,13 +424,42 @@ def _agents(value: Any) -> list[Agent]:
                 f"{path}.clarify: clarify pauses the turn on an ask, so it needs asks on; "
                 "drop 'asks: false' or 'clarify: true'"
             )
+        action_sets = _action_sets(entry.get("actions", []), f"{path}.actions", base_dir, env)
         try:
             agents.append(
-                Agent(name, instructions=instructions, model=model, asks=asks, clarify=clarify)
+                Agent(
+                    name,
+                    instructions=instructions,
+                    model=model,
+                    asks=asks,
+                    clarify=clarify,
+                    action_sets=action_sets,
+                )
             )
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from None
     return agents
+
+
+def _action_sets(
+    value: Any, path: str, base_dir: Path | None, env: Mapping[str, str] | None
+) -> list[ActionSet]:
+    """The HTTP action sets an agent uses: YAML files, relative to the config file's folder.
+    Every problem of every file is reported (the server does not start with one)."""
+    files = _list(value, path, "[booking.yaml]")
+    sets: list[ActionSet] = []
+    for index, item in enumerate(files):
+        where = f"{path}[{index}]"
+        file = Path(_string(item, where))
+        if not file.is_absolute() and base_dir is not None:
+            file = base_dir / file
+        if not file.is_file():
+            raise ConfigError(f"{where}: no action set file at {file}")
+        try:
+            sets.append(load_action_set(file, env=env))
+        except ActionConfigError as exc:
+            raise ConfigError(f"{where}: {file} has problems:\n{exc}") from None
+    return sets
 
 
 def _asks(value: Any, path: str) -> AsksOptions | None:

@@ -2,7 +2,8 @@
 
 The web UI reads it once after sign-in: who the caller is, which model answers (and whether it
 is AI at all: ``scripted`` is a deterministic script), the agents with the ask kinds they offer,
-and the playbook of plain-language prompts to try (set by the demo; empty otherwise).
+and the playbook of plain-language prompts to try with a note for some of them (the app's
+``state.playbook`` and ``state.playbook_notes``, which the demo sets; empty otherwise).
 
 ``GET /demo`` exists only when the app runs as the demo (`add_demo_route`): it lists the demo
 users and their fixed tokens without authentication, so the sign-in page can offer one-click
@@ -12,7 +13,7 @@ server that is not the demo has no such route (404).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Request
@@ -50,12 +51,14 @@ def server_info(request: Request, principal: Principal) -> dict[str, Any]:
     agents = [_agent_json(request, agent) for agent in runtime.agents.values()]
     model = runtime.model_for(runtime.default_agent).name
     playbook: Sequence[str] = getattr(request.app.state, "playbook", ())
+    notes: Mapping[str, str] = getattr(request.app.state, "playbook_notes", {})
     return {
         "user": {"id": principal.user_id, "isAdmin": principal.is_admin},
         "model": model,
         "modelIsAI": model != SCRIPTED_MODEL,
         "agents": agents,
         "playbook": list(playbook),
+        "playbookNotes": dict(notes),
     }
 
 
@@ -99,8 +102,13 @@ INFO_SCHEMA: Final[JsonSchema] = {
             "items": {"type": "string"},
             "description": "Plain-language prompts to try (the demo's playbook).",
         },
+        "playbookNotes": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "A note to show with some of the prompts, by prompt.",
+        },
     },
-    "required": ["user", "model", "modelIsAI", "agents", "playbook"],
+    "required": ["user", "model", "modelIsAI", "agents", "playbook", "playbookNotes"],
 }
 
 

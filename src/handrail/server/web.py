@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import re
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -32,6 +33,7 @@ STATIC_PREFIX: Final = "/static"
 #: The paths that answer with the page's shell; the page routes itself from the URL.
 SHELL_PATHS: Final = ("/", "/inbox", "/watch", "/grants", "/c/{historyId}")
 PREFIX_MARKER: Final = "__HANDRAIL_API_PREFIX__"
+HISTORY_ID: Final = re.compile(r"[0-9a-f]{24}")
 
 CONTENT_TYPES: Final = {
     ".html": "text/html; charset=utf-8",
@@ -131,6 +133,9 @@ def add_web_routes(router: APIRouter, prefix: str) -> None:
         return files
 
     async def shell(request: Request) -> Response:
+        history_id = request.path_params.get("historyId")
+        if history_id is not None and not HISTORY_ID.fullmatch(str(history_id)):
+            raise NotFound("Not Found", "A conversation's page is /c/ and its 24-character id.")
         return _respond(request, loaded().shell, SHELL_HEADERS)
 
     async def static(request: Request) -> Response:

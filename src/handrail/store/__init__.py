@@ -1,5 +1,5 @@
-"""Storage: histories and their rows, uploaded files, the request log, permission levels and
-grants.
+"""Storage: histories and their rows, uploaded files, the request log, permission levels,
+grants and confirmations.
 
 SQLAlchemy Core over an async engine: a SQLite file (WAL) by default, PostgreSQL for several
 server processes sharing one database. Every change to a history is a compare-and-set on its
@@ -18,6 +18,11 @@ from pathlib import Path
 from sqlalchemy.engine import URL
 
 from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
+from handrail.store.confirmations import (
+    CONFIRMATION_STALE,
+    ConfirmationConflict,
+    ConfirmationRepo,
+)
 from handrail.store.db import DEFAULT_URL, Database, async_url
 from handrail.store.files import FileRepo
 from handrail.store.histories import HistoryConflict, HistoryRepo
@@ -25,6 +30,9 @@ from handrail.store.permissions import GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
     AskStatus,
+    ConfirmationJSON,
+    ConfirmationRecord,
+    ConfirmationState,
     FileRecord,
     Grant,
     GrantJSON,
@@ -40,11 +48,17 @@ from handrail.store.records import (
 from handrail.store.requests import RequestLog
 
 __all__ = [
+    "CONFIRMATION_STALE",
     "DEFAULT_URL",
     "UNSET",
     "AskStatus",
     "BlobMissing",
     "BlobStore",
+    "ConfirmationConflict",
+    "ConfirmationJSON",
+    "ConfirmationRecord",
+    "ConfirmationRepo",
+    "ConfirmationState",
     "Database",
     "FileRecord",
     "FileRepo",
@@ -91,6 +105,7 @@ class Store:
         self.requests = RequestLog(db)
         self.permissions = PermissionRepo(db)
         self.grants = GrantRepo(db)
+        self.confirmations = ConfirmationRepo(db)
 
     @classmethod
     async def open(

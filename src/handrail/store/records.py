@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, Literal, NotRequired, TypedDict
+from urllib.parse import urlsplit
 
 from handrail._util import iso
 
@@ -167,3 +168,106 @@ class Grant:
             "historyId": self.history_id,
             "created": iso(self.created),
         }
+
+
+#: Where a confirmation is: ``pending`` (waiting for the person), ``consumed`` (confirmed and
+#: being sent), ``succeeded`` / ``failed`` (sent; the outcome is recorded), ``cancelled``
+#: (refused, or replaced by a new message), ``stale`` (expired or its context changed before it
+#: was confirmed), ``uncertain`` (consumed, but no outcome was recorded before its lease ended).
+ConfirmationState = Literal[
+    "pending", "consumed", "succeeded", "failed", "cancelled", "stale", "uncertain"
+]
+CONFIRMATION_STATES: Final[tuple[ConfirmationState, ...]] = (
+    "pending",
+    "consumed",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "stale",
+    "uncertain",
+)
+
+
+class ConfirmationRequestJSON(TypedDict):
+    """What the wire shows of a prepared request: its method and URL path, never its query,
+    headers or body."""
+
+    method: str
+    path: str
+
+
+class ConfirmationJSON(TypedDict):
+    """A confirmation on the wire (``GET /api/confirmations/{id}``)."""
+
+    id: str
+    historyId: str
+    toolCallId: str
+    connectionId: str
+    toolName: str
+    state: ConfirmationState
+    request: ConfirmationRequestJSON
+    preview: dict[str, Any]
+    expiresAt: str
+    outcome: NotRequired[dict[str, Any]]
+    created: str
+    updated: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConfirmationRecord:
+    """A prepared side-effecting HTTP request and where it is in its life (`state`).
+
+    `request` is the prepared request's stored form (never a secret: credentials are added when
+    it is sent); `digest` binds it to its history, user, tool, arguments, dependency values and
+    preview; `lease_until` is set when it is consumed: past it, with no `outcome`, it becomes
+    ``uncertain``. `outcome` is the API's answer or error once sent, or why it never was.
+    """
+
+    id: str
+    history_id: str
+    user_id: str
+    connection_id: str
+    tool_name: str
+    tool_call_id: str
+    request: dict[str, Any]
+    digest: str
+    preview: dict[str, Any]
+    expires_at: dt.datetime
+    state: ConfirmationState
+    lease_until: dt.datetime | None
+    outcome: dict[str, Any] | None
+    created: dt.datetime
+    updated: dt.datetime
+
+    def to_json(self) -> ConfirmationJSON:
+        """The wire form: ``{id, historyId, toolCallId, connectionId, toolName, state,
+        request: {method, path}, preview, expiresAt, outcome?, created, updated}``. Of the
+        request only the method and the URL's path are shown: its query, headers and body (an
+        idempotency key, a dependency's token) never leave the server."""
+        body: ConfirmationJSON = {
+            "id": self.id,
+            "historyId": self.history_id,
+            "toolCallId": self.tool_call_id,
+            "connectionId": self.connection_id,
+            "toolName": self.tool_name,
+            "state": self.state,
+            "request": _request_summary(self.request),
+            "preview": self.preview,
+            "expiresAt": iso(self.expires_at),
+            "created": iso(self.created),
+            "updated": iso(self.updated),
+        }
+        if self.outcome is not None:
+            body["outcome"] = self.outcome
+        return body
+
+
+def _request_summary(request: Mapping[str, Any]) -> ConfirmationRequestJSON:
+    """``{method, path}`` of a stored request: its ``method``, and the path of its ``url`` (or
+    its ``path``), without query or fragment."""
+    method = request.get("method")
+    url = request.get("url")
+    if not isinstance(url, str):
+        url = request.get("path")
+    path = (urlsplit(url).path or "/") if isinstance(url, str) else ""
+    return {"method": method.upper() if isinstance(method, str) else "", "path": path}

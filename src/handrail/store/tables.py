@@ -22,6 +22,7 @@ from sqlalchemy import (
 from handrail.store._types import JSONData, UTCDateTime
 
 __all__ = [
+    "confirmations",
     "files",
     "grants",
     "histories",
@@ -170,4 +171,37 @@ grants = Table(
         sqlite_where=text("scope = 'conversation'"),
         postgresql_where=text("scope = 'conversation'"),
     ),
+)
+
+#: Prepared side-effecting HTTP requests waiting for (or past) the person's confirmation. The
+#: `request` is its stored form (never a secret: credentials are added when it is sent); the
+#: `digest` binds it to its history, user, tool, arguments, dependency values and preview.
+#: `state` moves ``pending`` -> ``consumed`` (a compare-and-set, before sending) ->
+#: ``succeeded`` / ``failed``, or ``pending`` -> ``cancelled`` / ``stale``; a ``consumed`` row
+#: whose `lease_until` passed with no `outcome` becomes ``uncertain``.
+confirmations = Table(
+    "confirmations",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("history_id", String(ID), nullable=False),
+    Column("user_id", String(NAME), nullable=False),
+    Column("connection_id", String(NAME), nullable=False),
+    Column("tool_name", String(NAME), nullable=False),
+    Column("tool_call_id", String(NAME), nullable=False),
+    Column("request", JSONData, nullable=False),
+    Column("digest", String(NAME), nullable=False),
+    Column("preview", JSONData, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("outcome", JSONData, nullable=True),
+    Column("created", UTCDateTime, nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+    CheckConstraint(
+        "state IN ('pending', 'consumed', 'succeeded', 'failed', 'cancelled', 'stale',"
+        " 'uncertain')",
+        name="state",
+    ),
+    Index(None, "history_id", "created"),
+    Index(None, "state", "lease_until"),
 )

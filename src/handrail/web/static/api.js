@@ -1,0 +1,134 @@
+// The HTTP API, and only that: every call goes to the server's API prefix with the bearer
+// token from sessionStorage. Tokens never go into a URL.
+
+const meta = document.querySelector('meta[name="handrail-api-prefix"]');
+const raw = meta ? meta.getAttribute("content") : null;
+/** The API's prefix, such as /api (the server fills it into the page; "" is the root). */
+export const API_PREFIX = raw === null || raw.startsWith("__") ? "/api" : raw;
+
+const TOKEN_KEY = "handrail.token";
+
+export const auth = {
+  get token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  set(token) {
+    sessionStorage.setItem(TOKEN_KEY, token);
+  },
+  clear() {
+    sessionStorage.removeItem(TOKEN_KEY);
+  },
+};
+
+let unauthorizedHandler = null;
+/** Called with the error whenever the server answers 401 (the token is gone or wrong). */
+export function onUnauthorized(handler) {
+  unauthorizedHandler = handler;
+}
+
+/** An error answer of the API: `status`, and the problem JSON as `problem`
+ * ({status, title, detail, code?, fields?, requestId}). */
+export class ApiError extends Error {
+  constructor(status, problem) {
+    const title = (problem && problem.title) || `HTTP ${status}`;
+    const detail = problem && problem.detail && problem.detail !== title ? problem.detail : "";
+    super(detail ? `${title}: ${detail}` : title);
+    this.name = "ApiError";
+    this.status = status;
+    this.problem = problem || {};
+  }
+
+  /** The `{path, code, message, fix}` list of an invalid answer, or []. */
+  get fieldErrors() {
+    return Array.isArray(this.problem.fields) ? this.problem.fields : [];
+  }
+}
+
+async function errorOf(response) {
+  let problem = {};
+  try {
+    problem = await response.json();
+  } catch {
+    problem = { status: response.status, title: response.statusText || `HTTP ${response.status}` };
+  }
+  const error = new ApiError(response.status, problem);
+  if (response.status === 401 && unauthorizedHandler) unauthorizedHandler(error);
+  return error;
+}
+
+async function send(method, path, body, { signal, token } = {}) {
+  const headers = { Accept: "application/json" };
+  const bearer = token ?? auth.token;
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  let payload;
+  if (body instanceof FormData) payload = body;
+  else if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(API_PREFIX + path, {
+      method, headers, body: payload, signal, cache: "no-store", credentials: "omit",
+    });
+  } catch (error) {
+    if (error && error.name === "AbortError") throw error;
+    throw new ApiError(0, {
+      title: "The server cannot be reached",
+      detail: "Check that handrail is still running, then try again.",
+    });
+  }
+  if (!response.ok) throw await errorOf(response);
+  return response;
+}
+
+/** Call the API and return the `data` of its `{data, requestId}` answer. */
+export async function api(method, path, body, options = {}) {
+  const response = await send(method, path, body, options);
+  const parsed = await response.json();
+  return parsed.data;
+}
+
+export const get = (path, options) => api("GET", path, undefined, options);
+
+/** POST /prompt and yield each server-sent event as it arrives (one JSON object per
+ * `data:` line). Errors before the stream starts throw an ApiError. */
+export async function* streamPrompt(body, { signal } = {}) {
+  const response = await send("POST", "/prompt", body, { signal });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const events = function* (final) {
+    buffer = buffer.replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0 || (final && buffer.trim())) {
+      const chunk = end >= 0 ? buffer.slice(0, end) : buffer;
+      buffer = end >= 0 ? buffer.slice(end + 2) : "";
+      const data = chunk
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).replace(/^ /, ""))
+        .join("\n");
+      if (data) yield JSON.parse(data);
+    }
+  };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      yield* events(false);
+    }
+    buffer += decoder.decode();
+    yield* events(true);
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/** Upload one file for a `files` answer: POST /files/upload -> {id, filename, mimeType, size}. */
+export async function uploadFile(file) {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  return api("POST", "/files/upload", form);
+}

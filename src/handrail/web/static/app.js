@@ -1,0 +1,204 @@
+// handrail's web UI: sign-in, the chat, the inbox, the compact /watch view and the grants page.
+// Vanilla ES modules over the public HTTP API; the page routes itself from the URL.
+
+import { auth, get, onUnauthorized } from "./api.js";
+import { chatPage } from "./chat.js";
+import { h, replace } from "./dom.js";
+import { grantsPage } from "./grants.js";
+import { inboxPage } from "./inbox.js";
+import { signInPage } from "./signin.js";
+import { watchPage } from "./watch.js";
+
+const root = document.getElementById("app");
+
+const ROUTES = [
+  { pattern: /^\/$/, page: chatPage, nav: "chat", title: "Chat" },
+  { pattern: /^\/c\/([0-9a-f]{24})$/, page: chatPage, nav: "chat", title: "Chat" },
+  { pattern: /^\/inbox$/, page: inboxPage, nav: "inbox", title: "Inbox" },
+  { pattern: /^\/watch$/, page: watchPage, nav: "watch", title: "Watch", compact: true },
+  { pattern: /^\/grants$/, page: grantsPage, nav: "grants", title: "Grants" },
+];
+
+const NAV = [
+  { id: "chat", href: "/", label: "Chat" },
+  { id: "inbox", href: "/inbox", label: "Inbox" },
+  { id: "watch", href: "/watch", label: "Watch" },
+  { id: "grants", href: "/grants", label: "Grants" },
+];
+
+const state = { info: null, cleanup: null, pending: null, badge: null, timer: 0, firstRender: true };
+
+/** The line that says which model answers, in plain words. */
+export function modelLine(info) {
+  if (!info) return "";
+  return info.modelIsAI
+    ? `Model: ${info.model} — an AI model; check what it does before you approve it`
+    : `Model: ${info.model} — a deterministic script, not AI`;
+}
+
+export function navigate(path, { replaceState = false } = {}) {
+  if (replaceState) history.replaceState(null, "", path);
+  else history.pushState(null, "", path);
+  render();
+}
+
+/** Change the address bar without rendering again (a new conversation got its id). */
+export function setUrl(path) {
+  if (location.pathname !== path) history.pushState({ quiet: true }, "", path);
+}
+
+async function refreshPending() {
+  if (!auth.token || !state.info) return;
+  try {
+    const pending = await get("/histories/pendingAsks");
+    state.pending = pending.length;
+  } catch {
+    state.pending = null;
+  }
+  if (state.badge) {
+    state.badge.textContent = state.pending ? String(state.pending) : "";
+    state.badge.hidden = !state.pending;
+    state.badge.setAttribute("aria-label", `${state.pending} waiting`);
+  }
+}
+
+function signOut() {
+  auth.clear();
+  state.info = null;
+  navigate("/");
+}
+
+function header(route) {
+  const user = state.info.user;
+  state.badge = h("span", { class: "count", hidden: true });
+  const nav = h(
+    "nav",
+    { class: "nav", "aria-label": "Main" },
+    h(
+      "ul",
+      {},
+      NAV.map((item) =>
+        h(
+          "li",
+          {},
+          h(
+            "a",
+            { href: item.href, "data-link": "", "aria-current": route && route.nav === item.id ? "page" : null },
+            item.label,
+            item.id === "inbox" ? [" ", state.badge] : null,
+          ),
+        ),
+      ),
+    ),
+  );
+  return h(
+    "header",
+    { class: "topbar" },
+    h("a", { class: "brand", href: "/", "data-link": "" }, h("img", { src: "/static/icon.svg", alt: "", width: 24, height: 24 }), "handrail"),
+    nav,
+    h(
+      "div",
+      { class: "who" },
+      h("span", { class: "user" }, "Signed in as ", h("strong", {}, user.id), user.isAdmin ? " (admin)" : ""),
+      h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: signOut }, "Sign out"),
+    ),
+  );
+}
+
+function match(pathname) {
+  for (const route of ROUTES) {
+    const found = pathname.match(route.pattern);
+    if (found) return { route, params: found.slice(1) };
+  }
+  return null;
+}
+
+async function render() {
+  if (state.cleanup) {
+    state.cleanup();
+    state.cleanup = null;
+  }
+  const focus = !state.firstRender;
+  state.firstRender = false;
+  if (!auth.token) {
+    document.title = "Sign in · handrail";
+    state.cleanup = signInPage(root, {
+      onSignedIn(info) {
+        state.info = info;
+        render();
+      },
+    });
+    return;
+  }
+  if (!state.info) {
+    try {
+      state.info = await get("/info");
+    } catch (error) {
+      if (!auth.token) return; // 401: the handler shows the sign-in page
+      replace(
+        root,
+        h(
+          "main",
+          { id: "main", class: "page" },
+          h("h1", {}, "handrail cannot load"),
+          h("p", { role: "alert" }, error.message),
+          h("button", { class: "btn btn-primary", type: "button", onclick: () => render() }, "Try again"),
+        ),
+      );
+      return;
+    }
+  }
+  const found = match(location.pathname);
+  const route = found ? found.route : null;
+  document.title = `${route ? route.title : "Not found"} · handrail`;
+  document.body.classList.toggle("compact", Boolean(route && route.compact));
+  const main = h("main", { id: "main", class: route ? `page page-${route.nav}` : "page", tabindex: "-1" });
+  replace(
+    root,
+    header(route),
+    h("p", { class: "model-line", dataset: { ai: String(state.info.modelIsAI) } }, modelLine(state.info)),
+    main,
+  );
+  if (!found) {
+    main.append(h("h1", {}, "Not found"), h("p", {}, "This page does not exist. ", h("a", { href: "/", "data-link": "" }, "Go to the chat.")));
+    return;
+  }
+  const ctx = {
+    info: state.info,
+    params: found.params,
+    navigate,
+    setUrl,
+    refreshPending,
+  };
+  state.cleanup = found.route.page(main, ctx) || null;
+  refreshPending();
+  if (focus) {
+    const heading = main.querySelector("h1");
+    if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus({ preventScroll: true });
+    }
+  }
+}
+
+function onLinkClick(event) {
+  if (event.defaultPrevented || event.button !== 0) return;
+  if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  const link = event.target.closest("a[data-link]");
+  if (!link || link.origin !== location.origin) return;
+  event.preventDefault();
+  if (link.pathname !== location.pathname) navigate(link.pathname);
+}
+
+onUnauthorized(() => {
+  if (!auth.token) return;
+  auth.clear();
+  state.info = null;
+  render();
+});
+document.addEventListener("click", onLinkClick);
+window.addEventListener("popstate", () => render());
+state.timer = setInterval(() => {
+  if (document.visibilityState === "visible") refreshPending();
+}, 20000);
+render();

@@ -1,0 +1,25 @@
+// One card per ask: picks the renderer from the ask's origin and kind, as the wire JSON says.
+
+import { AskCard } from "./card.js";
+import { choice, permission } from "./choice.js";
+import { clarify } from "./clarify.js";
+import { approval, confirm, confirmation } from "./confirm.js";
+import { files } from "./files.js";
+import { form } from "./form.js";
+import { markdown } from "./markdown.js";
+import { unknown } from "./simple.js";
+
+const BY_KIND = { choice, confirm, markdown, form, files, clarify };
+const BY_ORIGIN = { approval, permission, confirmation };
+
+export function rendererFor(ask) {
+  return BY_ORIGIN[ask.origin] || BY_KIND[ask.kind] || unknown;
+}
+
+/** A card for `ask` ({toolCallId, kind, input, origin?, toolName?, simple?, preview?,
+ * expiresAt?, status, response?}). */
+export function createCard(ask, ctx) {
+  return new AskCard(ask, ctx, rendererFor(ask));
+}
+
+export { AskCard };

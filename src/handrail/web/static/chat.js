@@ -1,0 +1,513 @@
+// The chat: the user's conversations, a transcript that streams the reply of POST /prompt, and
+// one card per ask. On load the transcript is rebuilt from the history's rows: an ask's call row
+// carries ask.status, and its answer is the tool-result row with the same toolCallId.
+
+import { ApiError, get, streamPrompt } from "./api.js";
+import { createCard } from "./cards/index.js";
+import { ago, h, json, replace, uid } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+function lowerKeys(object) {
+  return Object.fromEntries(Object.entries(object).map(([key, value]) => [key.toLowerCase(), value]));
+}
+
+/** Scroll a new piece of the transcript into view, unless the user scrolled up to read. */
+function reveal(el, block = "nearest") {
+  if (typeof el.scrollIntoView === "function") el.scrollIntoView({ block, behavior: "auto" });
+}
+
+function resultText(result, isError) {
+  if (result && typeof result === "object" && result.approved === false) {
+    return `Did not run (${result.reason || "denied"}).`;
+  }
+  if (result && typeof result === "object" && result.type === "execution-denied") {
+    return `Did not run (${result.reason || "denied"}).`;
+  }
+  return `${isError ? "Failed" : "Returned"}: ${json(result)}`;
+}
+
+export function chatPage(main, ctx) {
+  const { info } = ctx;
+  const me = info.user.id;
+  const state = {
+    historyId: ctx.params[0] || null,
+    history: null,
+    cards: new Map(),
+    tools: new Map(),
+    calls: [],
+    agentEl: null,
+    agentText: "",
+    streaming: false,
+    safety: new Map(),
+    flash: null,
+    alive: true,
+    readOnly: false,
+    resolvedByStream: new Set(),
+  };
+
+  const titleId = uid("chat-title");
+  const title = h("h1", { id: titleId, class: "chat-title", tabindex: "-1" }, "New conversation");
+  const transcript = h("div", {
+    class: "transcript",
+    role: "log",
+    "aria-live": "polite",
+    "aria-relevant": "additions",
+    "aria-label": "Conversation",
+  });
+  const list = h("ul", { class: "conversation-list" });
+  const composerId = uid("composer");
+  const composer = h("textarea", {
+    id: composerId,
+    class: "input composer-input",
+    rows: 2,
+    placeholder: "Message the agent",
+    "aria-describedby": `${composerId}-hint`,
+    onkeydown: (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    },
+  });
+  const hint = h("p", { class: "helper", id: `${composerId}-hint` }, "Enter sends; Shift+Enter starts a new line.");
+  const send = h("button", { class: "btn btn-primary", type: "submit" }, "Send");
+  const form = h(
+    "form",
+    {
+      class: "composer",
+      onsubmit: (event) => {
+        event.preventDefault();
+        const text = composer.value.trim();
+        if (!text || state.streaming || state.readOnly) return;
+        composer.value = "";
+        sendPrompt(text);
+      },
+    },
+    h("label", { for: composerId, class: "sr-only" }, "Message"),
+    composer,
+    send,
+    hint,
+  );
+
+  const playbook = info.playbook || [];
+  // A note the server sends with a prompt (such as a stand-in) is shown under the list.
+  const notes = lowerKeys(info.playbookNotes || {});
+  function playbookList() {
+    if (!playbook.length) return null;
+    const footnotes = playbook.filter((prompt) => notes[prompt.toLowerCase()]);
+    return h(
+      "div",
+      { class: "playbook-box" },
+      h(
+        "ul",
+        { class: "playbook" },
+        playbook.map((prompt) =>
+          h(
+            "li",
+            {},
+            h(
+              "button",
+              { class: "btn btn-secondary btn-prompt", type: "button", onclick: () => startNew(prompt) },
+              prompt,
+              notes[prompt.toLowerCase()] ? h("span", { "aria-hidden": "true" }, " *") : null,
+            ),
+          ),
+        ),
+      ),
+      footnotes.map((prompt) => h("p", { class: "helper" }, `* “${prompt}”: ${notes[prompt.toLowerCase()]}`)),
+    );
+  }
+
+  const tryPrompts = playbook.length
+    ? h(
+        "details",
+        { class: "try-prompts" },
+        h("summary", {}, "Try a prompt"),
+        info.modelIsAI ? null : h("p", { class: "helper" }, "The scripted model follows these prompts to a fixed script: each leads to one kind of ask."),
+        playbookList(),
+      )
+    : null;
+
+  const sidebar = h(
+    "aside",
+    { class: "sidebar", "aria-label": "Conversations" },
+    h(
+      "details",
+      { class: "conversations", open: window.matchMedia("(min-width: 56rem)").matches },
+      h("summary", {}, "Conversations"),
+      h("button", { class: "btn btn-secondary new-chat", type: "button", onclick: () => ctx.navigate("/") }, "New conversation"),
+      list,
+    ),
+  );
+  replace(
+    main,
+    h(
+      "div",
+      { class: "chat-layout" },
+      sidebar,
+      h("section", { class: "chat", "aria-labelledby": titleId }, title, transcript, tryPrompts, form),
+    ),
+  );
+
+  // --- cards ------------------------------------------------------------------------------
+
+  const cardCtx = {
+    answer: (card, envelope) =>
+      run({ historyId: state.historyId, askResponse: { toolCallId: card.toolCallId, ...envelope } }, card),
+    onConflict: () => {
+      state.flash = "That ask was already answered elsewhere (another tab or device). The conversation was reloaded to show how it ended.";
+      setTimeout(() => state.alive && load(), 600);
+    },
+    safetyClass: (toolName) => state.safety.get(toolName) || null,
+    heldCall: (ask) => {
+      for (let i = state.calls.length - 1; i >= 0; i -= 1) {
+        if (state.calls[i].toolName === ask.toolName) return state.calls[i];
+      }
+      return null;
+    },
+  };
+
+  function addCard(ask, { live = false } = {}) {
+    closeText();
+    const card = createCard(ask, cardCtx);
+    state.cards.set(ask.toolCallId, card);
+    transcript.append(h("div", { class: "msg msg-ask" }, card.el));
+    if (live) {
+      reveal(card.el);
+      // The person answered one card from the keyboard: the next one takes the focus.
+      const active = document.activeElement;
+      if (!active || active === document.body || active.closest(".card:not(.card-pending)")) card.focus();
+    }
+    return card;
+  }
+
+  // --- transcript pieces -----------------------------------------------------------------
+
+  function empty() {
+    if (tryPrompts) tryPrompts.hidden = true;
+    transcript.replaceChildren(
+      h(
+        "div",
+        { class: "empty-state" },
+        h("p", {}, "Start a conversation: write a message below", playbook.length ? ", or try one of these:" : "."),
+        playbookList(),
+      ),
+    );
+  }
+
+  function clearEmpty() {
+    const placeholder = transcript.querySelector(".empty-state");
+    if (placeholder) placeholder.remove();
+  }
+
+  function userMessage(text) {
+    clearEmpty();
+    closeText();
+    const el = h("div", { class: "msg msg-user" }, h("span", { class: "sr-only" }, "You: "), h("div", { class: "msg-text" }, text));
+    transcript.append(el);
+    return el;
+  }
+
+  function agentMessage(text) {
+    closeText();
+    transcript.append(h("div", { class: "msg msg-agent" }, h("span", { class: "sr-only" }, "Agent: "), h("div", { class: "msg-text markdown-body" }, renderMarkdown(text))));
+  }
+
+  function streamText(delta) {
+    clearEmpty();
+    if (!state.agentEl) {
+      state.agentText = "";
+      state.agentEl = h("div", { class: "msg-text markdown-body" });
+      const el = h("div", { class: "msg msg-agent", "aria-busy": "true" }, h("span", { class: "sr-only" }, "Agent: "), state.agentEl);
+      transcript.append(el);
+      reveal(el);
+    }
+    state.agentText += delta;
+    state.agentEl.replaceChildren(renderMarkdown(state.agentText));
+  }
+
+  function closeText() {
+    if (state.agentEl) state.agentEl.parentElement.removeAttribute("aria-busy");
+    state.agentEl = null;
+    state.agentText = "";
+  }
+
+  function toolCall(call) {
+    closeText();
+    state.calls.push({ toolName: call.toolName, args: call.args });
+    const result = h("div", { class: "tool-result" }, h("span", { class: "muted" }, "Waiting…"));
+    const el = h(
+      "details",
+      { class: "msg tool", dataset: { toolCallId: call.toolCallId } },
+      h("summary", {}, "Tool ", h("code", {}, call.toolName)),
+      h("pre", { class: "tool-args" }, JSON.stringify(call.args ?? {}, null, 2)),
+      result,
+    );
+    state.tools.set(call.toolCallId, { el, result });
+    transcript.append(el);
+  }
+
+  function toolResult({ toolCallId, toolName, result, isError }) {
+    closeText();
+    let entry = state.tools.get(toolCallId);
+    if (!entry) {
+      toolCall({ toolCallId, toolName, args: {} });
+      entry = state.tools.get(toolCallId);
+    }
+    entry.result.replaceChildren(resultText(result, isError));
+    entry.el.classList.toggle("tool-error", Boolean(isError));
+  }
+
+  function errorLine(message) {
+    closeText();
+    transcript.append(h("p", { class: "msg msg-error", role: "alert" }, "The turn failed: ", message));
+  }
+
+  function notice(message) {
+    transcript.prepend(h("p", { class: "transcript-notice", role: "status" }, message));
+  }
+
+  function setTitle(text) {
+    title.textContent = text || (state.historyId ? "Untitled conversation" : "New conversation");
+    document.title = `${title.textContent} · handrail`;
+  }
+
+  // --- streaming ---------------------------------------------------------------------------
+
+  function handle(event, answering) {
+    if ("text" in event) streamText(event.text);
+    else if (event.toolCall) toolCall(event.toolCall);
+    else if (event.toolResult) toolResult(event.toolResult);
+    else if (event.ask) {
+      state.historyId = event.historyId || state.historyId;
+      addCard({ ...event.ask, status: "pending" }, { live: true });
+    } else if (event.askResolved) {
+      const { toolCallId, action } = event.askResolved;
+      const card = state.cards.get(toolCallId);
+      state.resolvedByStream.add(toolCallId);
+      if (card) {
+        let response = { action };
+        if (answering === card && card.lastEnvelope && card.lastEnvelope.action === action) response = card.lastEnvelope;
+        else if (action === "cancel") response = { action, reason: "user_sent_message" };
+        card.resolve(response);
+      }
+    } else if ("error" in event) errorLine(event.error);
+    else if (event.done) {
+      closeText();
+      const fresh = !state.historyId || location.pathname !== `/c/${event.historyId}`;
+      state.historyId = event.historyId;
+      if (fresh) ctx.setUrl(`/c/${event.historyId}`);
+      setTitle(event.title || title.textContent);
+      if (event.pendingAsk) {
+        const card = state.cards.get(event.pendingAsk.toolCallId);
+        if (!card || !card.pending) {
+          // The answer was undone (the model failed before saying anything): show the ask again.
+          state.flash = "The agent failed before it could continue, so the ask is open again.";
+          setTimeout(() => state.alive && load(), 0);
+        }
+      }
+    }
+  }
+
+  async function run(body, answering = null) {
+    state.streaming = true;
+    updateComposer();
+    let started = false;
+    try {
+      for await (const event of streamPrompt(body)) {
+        if (!state.alive) break;
+        started = true;
+        handle(event, answering);
+      }
+    } catch (error) {
+      if (!started && answering) throw error;
+      if (!started && error instanceof ApiError) errorLine(error.message);
+      else errorLine(`The connection broke: ${error.message}. Reload to see how the turn ended.`);
+    } finally {
+      closeText();
+      state.streaming = false;
+      updateComposer();
+      refreshList();
+      ctx.refreshPending();
+    }
+  }
+
+  function sendPrompt(text) {
+    reveal(userMessage(text));
+    if (tryPrompts) tryPrompts.hidden = false;
+    const body = { prompt: text };
+    if (state.historyId) body.historyId = state.historyId;
+    return run(body);
+  }
+
+  function startNew(prompt) {
+    state.historyId = null;
+    state.history = null;
+    state.cards.clear();
+    state.tools.clear();
+    state.calls = [];
+    state.readOnly = false;
+    transcript.replaceChildren();
+    setTitle("");
+    if (location.pathname !== "/") history.pushState({ quiet: true }, "", "/");
+    markCurrent();
+    sendPrompt(prompt);
+  }
+
+  function pendingCard() {
+    for (const card of state.cards.values()) if (card.pending) return card;
+    return null;
+  }
+
+  function updateComposer() {
+    composer.disabled = state.readOnly;
+    send.disabled = state.streaming || state.readOnly;
+    if (state.readOnly) {
+      hint.textContent = "You are reading another user's conversation as an admin: you cannot speak in it.";
+    } else if (pendingCard()) {
+      hint.textContent = "An ask is open above. Sending a message cancels it.";
+    } else {
+      hint.textContent = "Enter sends; Shift+Enter starts a new line.";
+    }
+  }
+
+  // --- loading -----------------------------------------------------------------------------
+
+  function renderHistory(history) {
+    state.history = history;
+    state.cards.clear();
+    state.tools.clear();
+    state.calls = [];
+    transcript.replaceChildren();
+    state.readOnly = history.userId !== me;
+    setTitle(history.title);
+    const rows = history.rows || [];
+    const results = new Map();
+    for (const row of rows) if (row.type === "tool-result") results.set(row.toolCallId, row);
+    const asks = new Set(rows.filter((r) => r.type === "tool-call" && r.ask).map((r) => r.toolCallId));
+    const pending = history.pendingAsk;
+    for (const row of rows) {
+      if (row.type === "user") userMessage(row.text);
+      else if (row.type === "assistant") {
+        if (row.text) agentMessage(row.text);
+      } else if (row.type === "tool-call" && row.ask) {
+        const result = results.get(row.toolCallId);
+        const ask = {
+          toolCallId: row.toolCallId,
+          kind: row.ask.kind,
+          input: row.args || {},
+          origin: row.ask.origin,
+          toolName: row.ask.origin ? row.toolName : undefined,
+          status: row.ask.status,
+          response: result ? result.result : undefined,
+        };
+        if (pending && pending.toolCallId === row.toolCallId) {
+          Object.assign(ask, pending, { status: "pending" });
+          if (state.readOnly) ask.actionable = false;
+        } else if (ask.status === "pending") {
+          ask.actionable = false;
+        } else if (!ask.response) {
+          ask.response = { action: ask.status === "cancelled" ? "cancel" : "accept" };
+        }
+        addCard(ask);
+      } else if (row.type === "tool-call") {
+        toolCall(row);
+        const result = results.get(row.toolCallId);
+        if (result) toolResult(result);
+      } else if (row.type === "tool-result" && !asks.has(row.toolCallId) && !state.tools.has(row.toolCallId)) {
+        toolResult(row);
+      }
+    }
+    if (pending && !state.cards.has(pending.toolCallId)) addCard({ ...pending, status: "pending", actionable: !state.readOnly });
+    if (!rows.length && !pending) empty();
+    else if (tryPrompts) tryPrompts.hidden = false;
+    const open = pendingCard();
+    if (open) reveal(open.el, "center");
+    else if (transcript.lastElementChild) reveal(transcript.lastElementChild, "end");
+    if (state.flash) {
+      notice(state.flash);
+      state.flash = null;
+    }
+    updateComposer();
+  }
+
+  async function load() {
+    if (!state.historyId) {
+      setTitle("");
+      empty();
+      updateComposer();
+      return;
+    }
+    transcript.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+    try {
+      renderHistory(await get(`/histories/${state.historyId}`));
+    } catch (error) {
+      const text =
+        error instanceof ApiError && error.status === 404
+          ? "This conversation does not exist, or it was deleted."
+          : error instanceof ApiError && error.status === 403
+            ? "This conversation belongs to another user."
+            : error.message;
+      transcript.replaceChildren(h("p", { class: "msg msg-error", role: "alert" }, text));
+      state.readOnly = true;
+      updateComposer();
+    }
+  }
+
+  function markCurrent() {
+    for (const link of list.querySelectorAll("a")) {
+      if (link.dataset.historyId === state.historyId) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+  }
+
+  async function refreshList() {
+    try {
+      const histories = await get("/histories");
+      if (!state.alive) return;
+      replace(
+        list,
+        histories.length
+          ? histories.map((item) =>
+              h(
+                "li",
+                {},
+                h(
+                  "a",
+                  { href: `/c/${item.id}`, "data-link": "", dataset: { historyId: item.id } },
+                  h("span", { class: "conversation-title" }, item.title || "Untitled"),
+                  h(
+                    "span",
+                    { class: "conversation-meta" },
+                    item.pendingAsk ? h("span", { class: "badge badge-waiting" }, "Waiting on you") : null,
+                    h("span", {}, ago(item.updated)),
+                  ),
+                ),
+              ),
+            )
+          : h("li", { class: "muted" }, "No conversations yet."),
+      );
+      markCurrent();
+    } catch {
+      // The list is a convenience; the conversation itself still works.
+    }
+  }
+
+  async function loadSafety() {
+    try {
+      const data = await get("/permissions");
+      for (const connection of data.connections || []) {
+        for (const tool of connection.tools || []) state.safety.set(tool.name, tool.safetyClass);
+      }
+    } catch {
+      // Servers without the permissions routes: approvals then follow only `destructive`.
+    }
+  }
+
+  loadSafety().then(load);
+  refreshList();
+  return () => {
+    state.alive = false;
+    for (const card of state.cards.values()) card.dispose();
+  };
+}

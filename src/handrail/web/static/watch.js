@@ -1,0 +1,96 @@
+// /watch: the compact view. Each pending ask as its simple card (title, text, up to three
+// buttons, the hand-off line); a tap sends {toolCallId, buttonId, surface: "compact"} to
+// POST /histories/{id}/turn and shows what the agent said.
+
+import { ApiError, api, get } from "./api.js";
+import { h, replace } from "./dom.js";
+import { simpleCard } from "./cards/simple.js";
+
+export function watchPage(main, ctx) {
+  const cards = h("div", { class: "watch-cards" });
+  const status = h("p", { class: "watch-status", role: "status" });
+  let alive = true;
+  let busy = false;
+
+  function say(text, tone = "info") {
+    status.className = `watch-status notice-${tone}`;
+    status.textContent = text;
+  }
+
+  async function tap(item, button, cardEl) {
+    if (busy) return;
+    busy = true;
+    for (const b of cardEl.querySelectorAll("button")) b.disabled = true;
+    cardEl.setAttribute("aria-busy", "true");
+    try {
+      const result = await api("POST", `/histories/${item.historyId}/turn`, {
+        toolCallId: item.toolCallId,
+        buttonId: button.id,
+        surface: "compact",
+      });
+      const said = (result.text || "").trim();
+      say(
+        result.error
+          ? `“${button.label}” was sent, but the agent failed: ${result.error}`
+          : said
+            ? `“${button.label}” sent. The agent says: ${said}`
+            : `“${button.label}” sent.`,
+        result.error ? "error" : "ok",
+      );
+    } catch (error) {
+      say(
+        error instanceof ApiError && error.status === 409
+          ? "That ask was already answered elsewhere."
+          : `Not sent: ${error.message}`,
+        "error",
+      );
+    } finally {
+      busy = false;
+      await load();
+    }
+  }
+
+  async function load() {
+    try {
+      const items = await get("/histories/pendingAsks");
+      if (!alive) return;
+      replace(
+        cards,
+        items.length
+          ? items.map((item) => {
+              let el = null;
+              el = simpleCard(item.simple, {
+                headingLevel: "h2",
+                handoffHref: `/c/${item.historyId}`,
+                onButton: (button) => tap(item, button, el),
+              });
+              return el;
+            })
+          : h("p", { class: "watch-empty" }, "Nothing is waiting on you."),
+      );
+      ctx.refreshPending();
+    } catch (error) {
+      say(error.message, "error");
+    }
+  }
+
+  replace(
+    main,
+    h(
+      "div",
+      { class: "watch" },
+      h("h1", { class: "watch-heading" }, "Waiting on you"),
+      status,
+      cards,
+      h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: load }, "Refresh"),
+    ),
+  );
+  load();
+  const timer = setInterval(() => {
+    if (!busy && document.visibilityState === "visible") load();
+  }, 10000);
+  return () => {
+    alive = false;
+    clearInterval(timer);
+  };
+}

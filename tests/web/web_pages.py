@@ -1,0 +1,260 @@
+"""Page objects for the browser tests: the demo server in a subprocess, and `App`, one browser
+tab of the web UI with the steps a person takes (sign in, start a prompt, answer a card).
+
+A new per-kind test needs only these steps: start from a prompt (`App.start` for a playbook
+prompt, `App.say` for a scripted-model command such as ``ask_form {...}``), find the card
+(`App.card`), act in it with Playwright locators, and check the reply (`App.reply`) and the
+summary (`Card.expect_summary`). `App.shoot` saves a screenshot under
+``test-results/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from playwright.sync_api import FloatRect, Locator, Page, Route, expect
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SCREENSHOTS: Final = ROOT / "test-results" / "screenshots"
+CHROMIUM: Final = "/usr/bin/chromium"
+#: Debian's Chromium, headless, as a sandboxed CI machine can run it; never a downloaded build.
+CHROMIUM_ARGS: Final = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+TOKENS: Final = {"alice": "demo-alice", "bob": "demo-bob", "admin": "demo-admin"}
+SCRIPTED_LINE: Final = "Model: scripted — a deterministic script, not AI"
+#: How long a step may wait for the UI (ms): the scripted model answers at once.
+TIMEOUT_MS: Final = 10_000
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def command(tool: str, value: dict[str, Any]) -> str:
+    """A scripted-model command line, such as ``ask_form {...}``."""
+    return f"{tool} {compact(value)}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class DemoServer:
+    """``handrail demo`` running in a subprocess on 127.0.0.1 with a fresh SQLite folder."""
+
+    url: str
+    folder: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @classmethod
+    @contextmanager
+    def running(cls, folder: Path) -> Iterator[DemoServer]:
+        port = free_port()
+        log = folder / "server.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HANDRAIL_")}
+        args = [
+            sys.executable,
+            "-m",
+            "handrail.cli",
+            "demo",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--database",
+            str(folder / "handrail.db"),
+        ]
+        with log.open("wb") as out:
+            process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
+            server = cls(url=f"http://127.0.0.1:{port}", folder=folder, process=process, log=log)
+            try:
+                server.wait_until_ready()
+                yield server
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+    def wait_until_ready(self, seconds: float = 30) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the demo server exited:\n{self.log.read_text()}")
+            try:
+                with urllib.request.urlopen(self.url + "/api/demo", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        raise RuntimeError(f"the demo server did not start:\n{self.log.read_text()}")
+
+    @contextmanager
+    def api(self, user: str) -> Iterator[httpx.Client]:
+        """An HTTP client of the API speaking as `user`, for setting up and checking."""
+        headers = {"Authorization": f"Bearer {TOKENS[user]}"}
+        with httpx.Client(base_url=self.url + "/api", headers=headers, timeout=10) as client:
+            yield client
+
+    def ask(self, user: str, prompt: str) -> dict[str, Any]:
+        """Start a conversation of `user` with `prompt` (headless) and return the turn result
+        (``historyId``, ``pendingAsk``...)."""
+        with self.api(user) as client:
+            history = client.post("/histories", json={}).raise_for_status().json()["data"]
+            result = client.post(f"/histories/{history['id']}/turn", json={"prompt": prompt})
+            data: dict[str, Any] = result.raise_for_status().json()["data"]
+            return data
+
+    def reset_policy(self, user: str) -> None:
+        """Forget `user`'s permission levels and revoke their grants."""
+        with self.api(user) as client:
+            for grant in client.get("/grants").raise_for_status().json()["data"]:
+                client.delete(f"/grants/{grant['id']}")
+            saved = client.get("/permissions").raise_for_status().json()["data"]["saved"]
+            for level in saved:
+                client.delete(f"/permissions/{level['connectionId']}")
+
+
+@dataclass
+class Card:
+    """One ask card in the transcript."""
+
+    app: App
+    locator: Locator
+
+    def button(self, name: str, *, exact: bool = True) -> Locator:
+        return self.locator.get_by_role("button", name=name, exact=exact)
+
+    def click(self, name: str) -> None:
+        self.button(name).click()
+
+    def expect_pending(self) -> None:
+        expect(self.locator).to_have_attribute("data-status", "pending")
+
+    def expect_summary(self, text: str, status: str = "answered") -> None:
+        """The controls are gone and the summary says `text`."""
+        expect(self.locator).to_have_attribute("data-status", status)
+        expect(self.locator.locator(".card-summary")).to_contain_text(text)
+        expect(self.locator.locator("form, button, input")).to_have_count(0)
+
+    def error_for(self, label: str) -> Locator:
+        """The error shown under the field labelled `label`."""
+        field_ = self.locator.locator(".field, .field-group").filter(has_text=label).first
+        return field_.locator(".field-error")
+
+    def shoot(self, name: str) -> None:
+        self.app.shoot(name, self.locator)
+
+
+@dataclass
+class App:
+    """One browser tab of the web UI."""
+
+    page: Page
+    base_url: str
+    shots: list[Path] = field(default_factory=list)
+
+    def goto(self, path: str = "/") -> None:
+        self.page.goto(self.base_url + path)
+
+    def sign_in_as(self, user: str, path: str = "/") -> None:
+        self.goto(path)
+        self.page.get_by_role("button", name=f"Sign in as {user}").click()
+        expect(self.page.locator(".who")).to_contain_text(f"Signed in as {user}")
+
+    def start(self, prompt: str) -> None:
+        """Start a new conversation with a playbook prompt, by its button on the empty chat."""
+        self.goto("/")
+        self.page.locator(".empty-state").get_by_role("button", name=prompt).click()
+        expect(self.page.locator(".msg-user").last).to_have_text(f"You: {prompt}")
+
+    def say(self, text: str) -> None:
+        """Send a message in the composer (a new conversation unless one is open)."""
+        composer = self.page.get_by_label("Message", exact=True)
+        composer.fill(text)
+        composer.press("Enter")
+
+    def card(self, *, kind: str | None = None, origin: str | None = None) -> Card:
+        """The last ask card (of that kind or origin)."""
+        selector = "article.card"
+        if kind is not None:
+            selector += f'[data-kind="{kind}"]'
+        if origin is not None:
+            selector += f'[data-origin="{origin}"]'
+        locator = self.page.locator(selector).last
+        expect(locator).to_be_visible()
+        return Card(self, locator)
+
+    def reply(self) -> Locator:
+        """The agent's last message."""
+        return self.page.locator(".msg-agent").last
+
+    def history_id(self) -> str:
+        """The id of the conversation the tab shows (from the address bar)."""
+        expect(self.page).to_have_url(re.compile(r"/c/[0-9a-f]{24}$"))
+        return self.page.url.rsplit("/c/", 1)[1]
+
+    def shoot(self, name: str, locator: Locator | None = None) -> Path:
+        """Save a screenshot of the page (or of `locator`) as ``<name>.png``."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        if locator is not None:
+            # A clip of the full page, so a card taller than the window comes out whole.
+            locator.scroll_into_view_if_needed()
+            box = locator.bounding_box()
+            assert box is not None, f"{name}: the element is not visible"
+            scroll_x, scroll_y = self.page.evaluate("[window.scrollX, window.scrollY]")
+            margin = 8
+            clip: FloatRect = {
+                "x": max(0, box["x"] + scroll_x - margin),
+                "y": max(0, box["y"] + scroll_y - margin),
+                "width": box["width"] + 2 * margin,
+                "height": box["height"] + 2 * margin,
+            }
+            self.page.screenshot(path=str(path), full_page=True, clip=clip, animations="disabled")
+        else:
+            self.page.screenshot(path=str(path), full_page=True, animations="disabled")
+        self.shots.append(path)
+        return path
+
+    def fake_history(self, history: dict[str, Any]) -> None:
+        """Answer ``GET /api/histories/<id>`` with `history`, for an ask the demo cannot make
+        yet (a confirmation). Everything else goes to the server."""
+
+        def fulfill(route: Route) -> None:
+            if route.request.method != "GET":
+                route.continue_()
+                return
+            route.fulfill(
+                status=200,
+                content_type="application/json",
+                body=json.dumps({"data": history, "requestId": "test"}),
+            )
+
+        self.page.route(f"**/api/histories/{history['id']}", fulfill)
