@@ -243,6 +243,10 @@ def test_clarify_every_prompt_in_one_form(app: App) -> None:
     expect(reply).to_contain_text('{"id":"name","kind":"text","value":"main"}')
     expect(reply).to_contain_text('{"id":"backups","kind":"confirm","confirmed":true}')
     card.expect_summary("Answered")
+    app.page.reload()
+    card = app.card(kind="clarify")
+    card.expect_summary("Answered")
+    expect(card.locator.locator(".summary-values")).to_contain_text("Frankfurt")
 
 
 def test_permission_then_destructive_approval(app: App, demo_server: DemoServer) -> None:

@@ -104,12 +104,28 @@ def test_the_keyboard_answers_a_card(app: App) -> None:
     app.sign_in_as("bob")
     app.start("Set up billing for my team")
     card = app.card(kind="choice")
-    # The new card takes the focus: its first option.
-    expect(card.locator.get_by_role("radio", name="Starter")).to_be_focused()
-    app.page.keyboard.press("ArrowDown")
-    expect(card.locator.get_by_role("radio", name="Team", exact=True)).to_be_checked()
+    # The new card takes the focus; Tab enters its options at the preselected one.
+    expect(card.locator).to_be_focused()
+    app.page.keyboard.press("Tab")
+    expect(card.locator.get_by_role("radio", name="Team", exact=True)).to_be_focused()
+    app.page.keyboard.press("ArrowUp")
+    expect(card.locator.get_by_role("radio", name="Starter")).to_be_checked()
     app.page.keyboard.press("Tab")
     expect(card.button("Set up plan")).to_be_focused()
     app.page.keyboard.press("Enter")
-    card.expect_summary("Chose Team")
+    card.expect_summary("Chose Starter")
     expect(card.locator).to_be_focused()  # the summary keeps the focus for the next step
+
+
+def test_cards_fit_a_phone(phone: App) -> None:
+    phone.sign_in_as("bob")
+    for prompt, kind in (
+        ("Fill in invoice details", "form"),
+        ("Draft an announcement", "markdown"),
+    ):
+        phone.start(prompt)
+        card = phone.card(kind=kind)
+        width = phone.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 360, f"a {kind} card scrolls sideways at 360px ({width}px wide)"
+        phone.shoot(f"phone-{kind}")
+        card.expect_pending()

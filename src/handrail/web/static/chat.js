@@ -174,9 +174,11 @@ export function chatPage(main, ctx) {
     transcript.append(h("div", { class: "msg msg-ask" }, card.el));
     if (live) {
       reveal(card.el);
-      // The person answered one card from the keyboard: the next one takes the focus.
+      // The new card takes the focus when nothing else holds it (the card itself, so no phone
+      // keyboard pops up), or its first control when the person just answered a card.
       const active = document.activeElement;
-      if (!active || active === document.body || active.closest(".card:not(.card-pending)")) card.focus();
+      if (active && active.closest(".card:not(.card-pending)")) card.focus();
+      else if (!active || active === document.body) card.el.focus({ preventScroll: true });
     }
     return card;
   }
