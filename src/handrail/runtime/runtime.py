@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, cast
 
+from .._util import utc_now
 from ..asks import (
     ASK_KINDS,
     ASK_SURFACES,
@@ -343,6 +344,7 @@ class Runtime:
         history = await self._cancel_pending_for_message(turn, history)
         history = await self._report_uncertain(turn, history)
         prior = await self.store.histories.rows(history.id)
+        row_count = len(prior)
         messages: list[Message] = [
             *rows_to_messages(r.data for r in prior),
             UserMessage(text=prompt),
@@ -357,6 +359,7 @@ class Runtime:
             messages=messages,
             turn_start=len(messages),
             prompt_index=None,
+            row_count=row_count,
             rows=[user_row(prompt)],
             log_prompt=prompt,
         )
@@ -401,11 +404,13 @@ class Runtime:
         (the process died while sending) is uncertain: the model reads
         ``TOOL_EXECUTION_UNCERTAIN`` as its call's result, once, and it is never resent."""
         confirmations = self.store.confirmations
-        for record in await confirmations.find_uncertain(history_id=history.id):
-            await confirmations.reconcile(record.id)
-        uncertain = [
-            r for r in await confirmations.for_history(history.id) if r.state == "uncertain"
-        ]
+        now = utc_now()
+        uncertain = []
+        for record in await confirmations.for_history(history.id):
+            if record.state == "consumed" and record.lease_until and record.lease_until <= now:
+                record = await confirmations.reconcile(record.id, now)
+            if record.state == "uncertain":
+                uncertain.append(record)
         if not uncertain:
             return history
         while True:
@@ -480,8 +485,16 @@ class Runtime:
     async def _commit(self, run: TurnRun) -> None:
         """Append the turn's rows and write its pending ask in one compare-and-set."""
         history_id = run.history.id
+        # First try the history as the turn last saw it: when nothing changed meanwhile, the
+        # compare-and-set succeeds without reading it again. Otherwise read it and retry.
+        current: History | None = run.history
+        row_count = run.row_count
+        fresh = False
         while True:
-            current = await self.store.histories.get(history_id)
+            if fresh:
+                loaded = await self.store.histories.load(history_id)
+                current, row_count = (loaded[0], len(loaded[1])) if loaded else (None, None)
+            fresh = True
             if current is None:
                 await run.turn.emit(error_event("The conversation was deleted during the turn."))
                 await run.turn.emit(done_event(history_id))
@@ -492,7 +505,9 @@ class Runtime:
                 if current.pending_ask is None:
                     prompt_index = run.prompt_index
                     if prompt_index is None:
-                        prompt_index = len(await self.store.histories.rows(history_id)) + 1
+                        if row_count is None:
+                            row_count = len(await self.store.histories.rows(history_id))
+                        prompt_index = row_count + 1
                     pending = {
                         **run.pause,
                         "promptIndex": prompt_index,

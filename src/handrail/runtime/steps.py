@@ -66,6 +66,8 @@ class TurnRun:
     messages: list[Message]
     turn_start: int
     prompt_index: int | None
+    #: How many rows the history had when the turn read it (None: not read).
+    row_count: int | None = None
     rows: list[Row] = field(default_factory=list)
     turn_id: str = field(default_factory=new_id)
     output: bool = False
