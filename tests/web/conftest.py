@@ -8,6 +8,10 @@ launched with Playwright's ``executable_path``; ``playwright install`` is never 
 it, these tests are skipped with the reason.
 
 Page objects and steps are in ``web_pages.py``; screenshots go to ``test-results/screenshots``.
+
+The server lives for the whole session, so tests keep out of each other's way by user: the
+card tests speak as ``alice``, the inbox, reload and keyboard tests as ``bob``, and the /watch
+test as ``admin`` (it counts every pending ask of its user).
 """
 
 from __future__ import annotations

@@ -274,6 +274,10 @@ def test_permission_then_destructive_approval(app: App, demo_server: DemoServer)
     app.shoot("grants")
     row.get_by_role("button", name=re.compile("Revoke delete_note")).click()
     expect(app.page.locator("tr", has_text="delete_note")).to_have_count(0)
+    notes = app.page.locator(".connection", has_text="local:notes")
+    expect(notes).to_contain_text("Level: Allow non-consequential read/write tools")
+    notes.get_by_role("button", name="Forget the level for Notes").click()
+    expect(notes).to_contain_text("Level: not set (its next use asks)")
 
 
 def _confirmation_history(expires_at: datetime) -> dict[str, object]:
@@ -334,8 +338,8 @@ def _confirmation_history(expires_at: datetime) -> dict[str, object]:
 def test_confirmation_preview_countdown_and_expiry(app: App) -> None:
     """The confirmation card, designed before the server makes confirmations: the history is
     faked in the browser."""
-    history = _confirmation_history(datetime.now(UTC) + timedelta(seconds=3))
     app.sign_in_as("alice")
+    history = _confirmation_history(datetime.now(UTC) + timedelta(seconds=5))
     app.fake_history(history)
     app.goto(f"/c/{history['id']}")
     card = app.card(origin="confirmation")
@@ -345,7 +349,7 @@ def test_confirmation_preview_countdown_and_expiry(app: App) -> None:
     expect(card.locator.locator(".countdown")).to_contain_text("Expires in 0:0")
     expect(card.button("Book it")).to_be_enabled()
     card.shoot("confirmation")
-    expect(card.locator.locator(".countdown")).to_contain_text("Expired", timeout=6000)
+    expect(card.locator.locator(".countdown")).to_contain_text("Expired", timeout=10_000)
     expect(card.button("Book it")).to_be_disabled()
     expect(card.locator.get_by_role("alert")).to_contain_text("can no longer be confirmed")
     card.shoot("confirmation-expired")

@@ -16,7 +16,9 @@ def test_inbox_lists_pending_asks_across_conversations(app: App, demo_server: De
     expect(items.filter(has_text="Which plan should I set up?")).to_have_count(1)
     expect(items.filter(has_text="Launch announcement")).to_have_count(1)
     expect(items.first).to_contain_text("Launch announcement")  # newest first
-    expect(app.page.get_by_role("link", name="Inbox")).to_contain_text("2")
+    with demo_server.api("bob") as api:
+        waiting = len(api.get("/histories/pendingAsks").json()["data"])
+    expect(app.page.get_by_role("link", name="Inbox")).to_contain_text(str(waiting))
     app.shoot("inbox")
     items.filter(has_text="Choose a plan").get_by_role("link").click()
     expect(app.page).to_have_url(f"{demo_server.url}/c/{plan['historyId']}")
@@ -129,3 +131,15 @@ def test_cards_fit_a_phone(phone: App) -> None:
         assert width <= 360, f"a {kind} card scrolls sideways at 360px ({width}px wide)"
         phone.shoot(f"phone-{kind}")
         card.expect_pending()
+
+
+def test_an_admin_reads_another_users_conversation_without_answering(
+    app: App, demo_server: DemoServer
+) -> None:
+    theirs = demo_server.ask("alice", "Set up billing for my team")
+    app.sign_in_as("admin", f"/c/{theirs['historyId']}")
+    card = app.card(kind="choice")
+    expect(card.locator).to_contain_text("Waiting for an answer.")
+    expect(card.locator.get_by_role("radio")).to_have_count(0)
+    expect(app.page.get_by_label("Message", exact=True)).to_be_disabled()
+    expect(app.page.get_by_text("as an admin: you cannot speak in it")).to_be_visible()

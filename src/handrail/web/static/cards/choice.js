@@ -168,3 +168,18 @@ export const permission = {
     );
   },
 };
+
+/** A selection (origin "selection"): the server asks which candidate an HTTP action should
+ * use when several fit. A choice of one, naming the tool that waits. */
+export const selection = {
+  ...choice,
+  name: "selection",
+  label: () => "Selection",
+  controls: (ask, card) =>
+    h(
+      "div",
+      {},
+      ask.toolName ? h("p", { class: "tool-line" }, "For ", h("code", {}, ask.toolName)) : null,
+      choiceControls(ask, card),
+    ),
+};

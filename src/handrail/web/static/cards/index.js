@@ -1,7 +1,7 @@
 // One card per ask: picks the renderer from the ask's origin and kind, as the wire JSON says.
 
 import { AskCard } from "./card.js";
-import { choice, permission } from "./choice.js";
+import { choice, permission, selection } from "./choice.js";
 import { clarify } from "./clarify.js";
 import { approval, confirm, confirmation } from "./confirm.js";
 import { files } from "./files.js";
@@ -10,7 +10,7 @@ import { markdown } from "./markdown.js";
 import { unknown } from "./simple.js";
 
 const BY_KIND = { choice, confirm, markdown, form, files, clarify };
-const BY_ORIGIN = { approval, permission, confirmation };
+const BY_ORIGIN = { approval, permission, selection, confirmation };
 
 export function rendererFor(ask) {
   return BY_ORIGIN[ask.origin] || BY_KIND[ask.kind] || unknown;
