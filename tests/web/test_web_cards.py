@@ -8,6 +8,7 @@ import struct
 import zlib
 from datetime import UTC, datetime, timedelta
 
+import httpx
 from playwright.sync_api import expect
 from web_pages import App, DemoServer, command
 
@@ -83,19 +84,37 @@ def test_choice_many_enforces_bounds_and_sends_other(app: App) -> None:
     card.expect_summary("Chose Extra cheese, Olives and “Basil”")
 
 
-def test_confirm_book_a_table(app: App) -> None:
+def test_confirm_book_a_table(app: App, demo_server: DemoServer) -> None:
+    """The booking action end to end in the browser: the level for the booking connection,
+    a time among the free slots, then the prepared booking's preview confirmed once."""
+    demo_server.reset_policy("alice")
+    posts_before = _booking_posts(demo_server)
     app.sign_in_as("alice")
     app.start("Book a table")
-    card = app.card(kind="confirm")
-    expect(card.button("Book it")).to_have_class(re.compile(r"\bbtn-primary\b"))
-    expect(card.button("Not now")).to_be_visible()
-    expect(card.button("Skip")).to_have_count(0)  # allowDecline is not set
-    card.shoot("confirm")
-    card.click("Book it")
-    expect(app.reply()).to_contain_text(
-        'ask_confirm returned: {"action":"accept","content":{"confirmed":true}}'
-    )
-    card.expect_summary("Confirmed: Book it")
+    permission = app.card(origin="permission")
+    expect(permission.locator).to_contain_text("Example booking wants to use book_slot")
+    permission.locator.get_by_role("radio", name="Allow read/write").check()
+    permission.click("Save and continue")
+    selection = app.card(origin="selection")
+    expect(selection.locator).to_contain_text("Which one?")
+    selection.shoot("selection")
+    selection.locator.get_by_role("radio", name="19:00").check()
+    selection.click("Submit")
+    confirmation = app.card(origin="confirmation")
+    preview = confirmation.locator.locator("table.preview")
+    expect(preview).to_contain_text("19:00")
+    expect(preview).to_contain_text("A table for two")
+    expect(confirmation.locator).not_to_contain_text("slt_")
+    confirmation.shoot("confirmation-booking")
+    confirmation.click("Confirm")
+    expect(app.reply()).to_contain_text('book_slot returned: {"status":"completed"')
+    assert _booking_posts(demo_server) == posts_before + 1
+
+
+def _booking_posts(demo_server: DemoServer) -> int:
+    """How many bookings the demo's booking API was asked to make."""
+    stats = httpx.get(demo_server.url + "/demo/booking/stats", timeout=10).json()["requests"]
+    return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
 
 
 def test_destructive_confirm_and_deny(app: App) -> None:

@@ -7,15 +7,16 @@ restarting the demo brings them back and nothing an agent does here is lost for 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from ..runtime.agent import Agent, AsksOptions
 from ..runtime.tools import ToolError, ToolSet
+from .booking_api import booking_action_set
 
 __all__ = [
-    "BOOKING_IS_A_STAND_IN",
     "DEMO_AGENT_NAME",
     "DEMO_INSTRUCTIONS",
     "INVOICE_FORM",
@@ -25,6 +26,7 @@ __all__ = [
     "PLAYBOOK_NOTES",
     "STARTING_NOTES",
     "demo_agent",
+    "next_friday",
     "notes_tools",
 ]
 
@@ -137,15 +139,17 @@ DATABASE: Final[Mapping[str, Any]] = {
     ],
 }
 
-#: Until the booking action set and its example API land, "Book a table" asks a plain confirm;
-#: the page says so.
-BOOKING_IS_A_STAND_IN: Final = True
-BOOKING: Final[Mapping[str, Any]] = {
-    "title": "Book a table",
-    "prompt": "Book a table for two at Trattoria Sole, Friday at 19:30?",
-    "confirmLabel": "Book it",
-    "denyLabel": "Not now",
-}
+
+def next_friday(today: dt.date | None = None) -> str:
+    """The date of the coming Friday (a week on, when today is one), as YYYY-MM-DD."""
+    today = today or dt.date.today()
+    return (today + dt.timedelta(days=(4 - today.weekday()) % 7 or 7)).isoformat()
+
+
+#: "Book a table" books through the example booking API (`handrail.demo.booking_api`, mounted
+#: at /demo/booking): without a time, the free slots of the date are offered (a selection),
+#: then the prepared booking is shown for confirmation and sent once.
+BOOKING: Final[Mapping[str, Any]] = {"date": next_friday(), "notes": "A table for two"}
 
 
 def _command(verb: str, value: Mapping[str, Any]) -> str:
@@ -157,7 +161,7 @@ def _command(verb: str, value: Mapping[str, Any]) -> str:
 PLAYBOOK: Final[Mapping[str, str]] = {
     "Set up billing for my team": _command("ask_choice", PLAN_PICKER),
     "Delete the old draft": _command("call delete_note", {"title": "Old draft"}),
-    "Book a table": _command("ask_confirm", BOOKING),
+    "Book a table": _command("call book_slot", BOOKING),
     "Draft an announcement": _command("ask_markdown", ANNOUNCEMENT),
     "Fill in invoice details": _command("ask_form", INVOICE_FORM),
     "Upload a receipt": _command("ask_files", RECEIPT),
@@ -168,8 +172,8 @@ PLAYBOOK: Final[Mapping[str, str]] = {
 #: Notes the page shows with some playbook prompts.
 PLAYBOOK_NOTES: Final[Mapping[str, str]] = {
     "Book a table": (
-        "a stand-in: until the booking action set and its example API land, it asks a plain "
-        "confirm."
+        "calls the example booking API over HTTP: pick a time, then review the prepared "
+        "booking and confirm it; it is sent once, and only after you confirm."
     ),
 }
 
@@ -178,7 +182,8 @@ DEMO_INSTRUCTIONS: Final = (
     "tools (read notes_house_style before adding one), set up billing plans (ask which plan "
     "with ask_choice: Starter, Team or Enterprise), draft announcements (send the draft with "
     "ask_markdown), collect invoice details (ask_form), receipts (ask_files) and the details "
-    "of a new database (clarify), and book tables (confirm the booking with ask_confirm). "
+    "of a new database (clarify), and book tables with find_slots and book_slot (the user "
+    "reviews and confirms each booking). "
     "When you need the user to choose, confirm, edit, fill in or upload something, ask with an "
     "ask tool instead of asking in plain text."
 )
@@ -242,13 +247,18 @@ def notes_tools() -> ToolSet:
     return tools
 
 
-def demo_agent(*, name: str = DEMO_AGENT_NAME, model: str | None = None) -> Agent:
-    """A new demo agent with its own notes (`notes_tools`), every ask kind, and clarify."""
+def demo_agent(
+    *, name: str = DEMO_AGENT_NAME, model: str | None = None, booking_url: str | None = None
+) -> Agent:
+    """A new demo agent with its own notes (`notes_tools`), every ask kind, clarify, and, with
+    `booking_url` (where the example booking API runs), the booking action set."""
+    action_sets = [booking_action_set(booking_url)] if booking_url else []
     return Agent(
         name,
         instructions=DEMO_INSTRUCTIONS,
         model=model,
         asks=AsksOptions(approvals={"delete_note": _delete_approval}),
         tool_sets=[notes_tools()],
+        action_sets=action_sets,
         clarify=True,
     )

@@ -26,6 +26,10 @@ from ..server.info import add_demo_route
 from ..store import LocalBlobStore, Store
 from ..store.db import Database
 from .agent import PLAYBOOK, PLAYBOOK_NOTES, demo_agent
+from .booking_api import create_booking_app
+
+#: Where the demo server mounts the example booking API.
+BOOKING_MOUNT: Final = "/demo/booking"
 
 __all__ = [
     "DEFAULT_DEMO_FOLDER",
@@ -58,9 +62,11 @@ def demo_config(
     ``files/`` beside it) and the model of ``HANDRAIL_MODEL`` (default ``scripted``)."""
     environ = os.environ if env is None else env
     model = environ.get(MODEL_ENV_VAR, "").strip() or DEFAULT_MODEL
+    loopback = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    booking_url = f"http://{loopback}:{port}{BOOKING_MOUNT}"
     return ServerConfig(
         users=DEMO_USERS,
-        agents=[demo_agent()],
+        agents=[demo_agent(booking_url=booking_url)],
         database_url=f"sqlite:///{database}",
         blob_dir=database.parent / "files",
         model=model,
@@ -93,6 +99,8 @@ def create_demo_app(
     app.state.playbook = list(PLAYBOOK)
     app.state.playbook_notes = dict(PLAYBOOK_NOTES)
     add_demo_route(app.router, config.api_prefix, config.users)
+    # The example booking API, called by the booking action set over real HTTP on loopback.
+    app.mount(BOOKING_MOUNT, create_booking_app())
 
     inner = app.router.lifespan_context
 
