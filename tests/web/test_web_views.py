@@ -4,7 +4,15 @@ in another tab."""
 from __future__ import annotations
 
 from playwright.sync_api import expect
-from web_pages import App, DemoServer
+from web_pages import App, DemoServer, command
+
+#: A plain confirm the scripted model asks when told to.
+TABLE = {
+    "title": "Book a table",
+    "prompt": "Book a table for two at Trattoria Sole, Friday at 19:30?",
+    "confirmLabel": "Book it",
+    "denyLabel": "Not now",
+}
 
 
 def test_inbox_lists_pending_asks_across_conversations(app: App, demo_server: DemoServer) -> None:
@@ -30,7 +38,7 @@ def test_watch_answers_a_choice_and_a_confirm_by_button(
     phone: App, demo_server: DemoServer
 ) -> None:
     plan = demo_server.ask("admin", "Set up billing for my team")
-    booking = demo_server.ask("admin", "Book a table")
+    booking = demo_server.ask("admin", command("ask_confirm", TABLE))
     demo_server.ask("admin", "Fill in invoice details")
     phone.sign_in_as("admin", "/watch")
     cards = phone.page.locator(".simple-card")
@@ -92,7 +100,7 @@ def test_reload_restores_a_pending_ask_and_another_tab_sees_it_answered(
 
 def test_a_message_cancels_the_pending_ask(app: App) -> None:
     app.sign_in_as("bob")
-    app.start("Book a table")
+    app.say(command("ask_confirm", TABLE))
     card = app.card(kind="confirm")
     expect(app.page.get_by_text("Sending a message cancels it.")).to_be_visible()
     app.say("Never mind")
