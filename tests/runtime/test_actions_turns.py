@@ -319,3 +319,31 @@ async def test_sensitive_ids_never_reach_rows_previews_or_events(booking: Bookin
     assert history is not None
     for record in await booking.store.requests.list(history.id):
         assert "slt_" not in json.dumps([record.prompt, record.response, record.metadata])
+
+
+async def test_a_changed_context_makes_the_confirm_stale(booking: Booking) -> None:
+    """The prepared request is bound to its context by a digest: when the stored request no
+    longer matches it (tampered with, or prepared for another context), confirming sends
+    nothing and the model reads CONFIRMATION_STALE."""
+    import sqlalchemy as sa
+
+    from handrail.store.tables import confirmations
+
+    ask = await booking.book(time="19:00")
+    confirmation_id = ask["toolCallId"].removeprefix("confirmation_")
+    record = await booking.store.confirmations.get(confirmation_id)
+    assert record is not None
+    tampered = dict(record.request, url=record.request["url"] + "?admin=1")
+    async with booking.store.db.write() as connection:
+        await connection.execute(
+            sa.update(confirmations)
+            .where(confirmations.c.id == confirmation_id)
+            .values(request=tampered)
+        )
+    events = await booking.answer(ask, **CONFIRM)
+    result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+    assert result["code"] == "CONFIRMATION_STALE"
+    assert await booking.posts() == []
+    record = await booking.store.confirmations.get(confirmation_id)
+    assert record is not None
+    assert record.state == "stale"

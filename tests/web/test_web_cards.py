@@ -108,6 +108,8 @@ def test_confirm_book_a_table(app: App, demo_server: DemoServer) -> None:
     confirmation.shoot("confirmation-booking")
     confirmation.click("Confirm")
     expect(app.reply()).to_contain_text('book_slot returned: {"status":"completed"')
+    confirmation.expect_summary("Confirmed: Confirm")
+    selection.expect_summary("19:00")
     assert _booking_posts(demo_server) == posts_before + 1
 
 
