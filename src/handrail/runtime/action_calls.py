@@ -39,12 +39,11 @@ from ..actions import (
 from ..asks import to_simple_card
 from ..asks.text import cut_text
 from ..store import ConfirmationConflict, Store
+from .gates import CONFIRMATION, SELECTION
 from .messages import ToolCall
 
 log = logging.getLogger("handrail.runtime")
 
-SELECTION: Final = "selection"
-CONFIRMATION: Final = "confirmation"
 #: How long past its transport budget a consumed confirmation may stay without an outcome
 #: before it counts as uncertain.
 LEASE_MARGIN_MS: Final = 30_000
