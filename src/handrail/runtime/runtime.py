@@ -30,7 +30,7 @@ from ..asks.text import cut_text
 from ..errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
 from ..policy import GrantScope
 from ..store import Store
-from ..store.records import UNSET, AskStatus, History, HistoryChange
+from ..store.records import UNSET, AskStatus, History, HistoryChange, StoredRow
 from .action_calls import ActionCalls, expired
 from .agent import Agent
 from .answer_files import invalid_answer, load_answer_files
@@ -129,15 +129,16 @@ class Runtime:
 
     async def owned_history(self, principal: Principal, history_id: str) -> History:
         """The history, when it exists (404) and the caller owns it (403)."""
-        history = await self.store.histories.get(history_id)
-        if history is None:
-            raise NotFound("History not found", f"No history has the id {history_id!r}.")
-        if history.owner_id != principal.user_id:
-            raise Forbidden(
-                "Not authorized to access this history",
-                "The history belongs to another user.",
-            )
-        return history
+        return _owned(principal, history_id, await self.store.histories.get(history_id))
+
+    async def _owned_with_rows(
+        self, principal: Principal, history_id: str
+    ) -> tuple[History, list[StoredRow]]:
+        """The history and its rows as of one moment, with the same checks."""
+        loaded = await self.store.histories.load(history_id)
+        history = _owned(principal, history_id, loaded[0] if loaded else None)
+        assert loaded is not None
+        return history, loaded[1]
 
     # ----------------------------------------------------------------------------- turns
 
@@ -155,6 +156,7 @@ class Runtime:
         checked_surface = _surface(surface)
         if not isinstance(prompt, str) or not prompt.strip():
             raise BadRequest("prompt is required", "Send a non-empty prompt.")
+        new = history_id is None
         if history_id is None:
             history = await self.store.histories.create(
                 principal.user_id, agent=self.agent_named(agent).name
@@ -166,7 +168,8 @@ class Runtime:
         setup = build_turn_setup(the_agent, model, checked_surface)
         turn = Turn(history.id)
         self._spawn(
-            turn, self._prompt_turn(turn, history, principal, the_agent, model, setup, prompt)
+            turn,
+            self._prompt_turn(turn, history, principal, the_agent, model, setup, prompt, new=new),
         )
         return turn
 
@@ -191,7 +194,7 @@ class Runtime:
                 "askResponse.toolCallId is required",
                 "Name the pending ask's toolCallId in askResponse.",
             )
-        history = await self.owned_history(principal, history_id)
+        history, prior = await self._owned_with_rows(principal, history_id)
         pending = history.pending_ask
         if pending is None or pending.get("toolCallId") != tool_call_id:
             raise Conflict(NOT_PENDING, _not_pending_detail(pending))
@@ -218,7 +221,6 @@ class Runtime:
             )
         model = self.model_for(agent)
         setup = build_turn_setup(agent, model, checked_surface)
-        prior = await self.store.histories.rows(history.id)
         prompt_index = int(pending.get("promptIndex", len(prior)))
         replay = rows_to_messages(r.data for r in prior[:prompt_index])
         response_messages = messages_from_json(pending.get("responseMessages", []))
@@ -340,10 +342,15 @@ class Runtime:
         model: Model,
         setup: TurnSetup,
         prompt: str,
+        *,
+        new: bool = False,
     ) -> None:
-        history = await self._cancel_pending_for_message(turn, history)
-        history = await self._report_uncertain(turn, history)
-        prior = await self.store.histories.rows(history.id)
+        # A conversation made for this prompt has no rows, ask or confirmations yet.
+        prior = []
+        if not new:
+            history = await self._cancel_pending_for_message(turn, history)
+            history = await self._report_uncertain(turn, history)
+            prior = await self.store.histories.rows(history.id)
         row_count = len(prior)
         messages: list[Message] = [
             *rows_to_messages(r.data for r in prior),
@@ -692,3 +699,14 @@ def _uncertain_result(confirmation_id: str) -> dict[str, Any]:
         ),
         "confirmationId": confirmation_id,
     }
+
+
+def _owned(principal: Principal, history_id: str, history: History | None) -> History:
+    if history is None:
+        raise NotFound("History not found", f"No history has the id {history_id!r}.")
+    if history.owner_id != principal.user_id:
+        raise Forbidden(
+            "Not authorized to access this history",
+            "The history belongs to another user.",
+        )
+    return history
