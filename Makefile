@@ -40,7 +40,7 @@ schemas: venv
 
 bench: venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python bench/asks_validation.py
+	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
