@@ -8,39 +8,16 @@ compiler refuses any other keyword, so every constraint a file declares is one t
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
-from typing import Any, Final, TypeGuard
+from typing import Any
 
-_TYPE_NAMES: Final = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "null": "null",
-    "array": "an array",
-    "object": "an object",
-}
-#: Annotations: allowed, never checked.
-ANNOTATIONS: Final = frozenset(
-    {"description", "title", "default", "examples", "$comment", "deprecated", "format"}
-)
-#: Every keyword an input schema may use.
-KEYWORDS: Final = ANNOTATIONS | {
-    "type", "enum", "const", "nullable", "properties", "required", "additionalProperties",
-    "items", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "minItems", "maxItems",
-}  # fmt: skip
-_COUNTS: Final = ("minLength", "maxLength", "minItems", "maxItems")
-_BOUNDS: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-_BOUND_WORDS: Final = {
-    "minimum": "at least",
-    "maximum": "at most",
-    "exclusiveMinimum": "more than",
-    "exclusiveMaximum": "less than",
-}
+from .._jsonschema import ANNOTATIONS, BOUNDS, COUNTS, KEYWORDS, TYPE_NAMES
+from .._jsonschema import check_instance as _check_instance
+from .._jsonschema import is_number as _is_number
+from .._jsonschema import show as _show
+
+__all__ = ["ANNOTATIONS", "KEYWORDS", "check_input", "property_schema", "schema_problems"]
 
 
 def schema_problems(schema: Any, path: str = "") -> list[tuple[str, str]]:
@@ -70,16 +47,16 @@ def _schema(schema: Any, path: str, out: list[tuple[str, str]]) -> None:
     kinds = schema.get("type")
     if kinds is not None:
         listed = kinds if isinstance(kinds, list) else [kinds]
-        if not listed or not all(isinstance(k, str) and k in _TYPE_NAMES for k in listed):
-            out.append((_sub(path, "type"), f"expected one or more of {', '.join(_TYPE_NAMES)}"))
+        if not listed or not all(isinstance(k, str) and k in TYPE_NAMES for k in listed):
+            out.append((_sub(path, "type"), f"expected one or more of {', '.join(TYPE_NAMES)}"))
     if "enum" in schema and (not isinstance(schema["enum"], list) or not schema["enum"]):
         out.append((_sub(path, "enum"), "expected a non-empty list of values"))
     if "nullable" in schema and not isinstance(schema["nullable"], bool):
         out.append((_sub(path, "nullable"), "expected true or false"))
-    for key in _COUNTS:
+    for key in COUNTS:
         if key in schema and not (_is_int(schema[key]) and schema[key] >= 0):
             out.append((_sub(path, key), "expected a whole number ≥ 0"))
-    for key in _BOUNDS:
+    for key in BOUNDS:
         if key in schema and not _is_number(schema[key]):
             out.append((_sub(path, key), "expected a number"))
     if "pattern" in schema:
@@ -133,160 +110,14 @@ def property_schema(schema: Mapping[str, Any], path: tuple[str | int, ...]) -> b
     return True
 
 
-# --------------------------------------------------------------------------------- checking
-
-
 def check_input(schema: Mapping[str, Any], value: Any) -> list[str]:
     """What is wrong with `value` for the input schema, as sentences such as ``date:
     required`` or ``count: expected an integer, got "3"``; empty when it fits. Top-level
     properties the schema does not declare are refused unless it sets
     ``additionalProperties``; deeper objects follow JSON Schema (open unless ``false``).
     Never raises."""
-    if not isinstance(value, Mapping):
-        return [f"(input): expected an object, got {_show(value)}"]
-    errors: list[str] = []
-    _check(schema, value, "", errors, top=True)
-    return errors
-
-
-def _check(schema: Any, value: Any, path: str, errors: list[str], *, top: bool = False) -> None:
-    if not isinstance(schema, Mapping):
-        return
-    where = path or "(input)"
-    if value is None and schema.get("nullable") is True:
-        return
-    declared = schema.get("type")
-    kinds = declared if isinstance(declared, list) else [declared] if declared else []
-    if kinds and not any(_is(value, k) for k in kinds):
-        wanted = " or ".join(_TYPE_NAMES.get(k, str(k)) for k in kinds)
-        errors.append(f"{where}: expected {wanted}, got {_show(value)}")
-        return
-    if "const" in schema and not _same(value, schema["const"]):
-        errors.append(f"{where}: expected {_show(schema['const'])}, got {_show(value)}")
-        return
-    choices = schema.get("enum")
-    if isinstance(choices, list) and not any(_same(value, c) for c in choices):
-        shown = ", ".join(_show(c) for c in choices)
-        errors.append(f"{where}: expected one of {shown}, got {_show(value)}")
-        return
-    if isinstance(value, str):
-        _check_string(schema, value, where, errors)
-    elif _is_number(value):
-        _check_number(schema, value, where, errors)
-    elif isinstance(value, list):
-        _check_count(schema, len(value), "item", "minItems", "maxItems", where, errors)
-        for index, item in enumerate(value):
-            _check(schema.get("items"), item, f"{path}[{index}]", errors)
-    elif isinstance(value, Mapping):
-        _check_object(schema, value, path, errors, top=top)
-
-
-def _check_string(schema: Mapping[str, Any], value: str, where: str, errors: list[str]) -> None:
-    _check_count(schema, len(value), "character", "minLength", "maxLength", where, errors)
-    pattern = schema.get("pattern")
-    if isinstance(pattern, str):
-        try:
-            if re.search(pattern, value) is None:
-                errors.append(f"{where}: does not match the pattern {pattern}")
-        except re.error:
-            return
-
-
-def _check_number(schema: Mapping[str, Any], value: float, where: str, errors: list[str]) -> None:
-    for key, words in _BOUND_WORDS.items():
-        bound = schema.get(key)
-        if not _is_number(bound):
-            continue
-        fits = {
-            "minimum": value >= bound,
-            "maximum": value <= bound,
-            "exclusiveMinimum": value > bound,
-            "exclusiveMaximum": value < bound,
-        }[key]
-        if not fits:
-            errors.append(f"{where}: must be {words} {bound}, got {_show(value)}")
-
-
-def _check_count(
-    schema: Mapping[str, Any],
-    count: int,
-    noun: str,
-    low_key: str,
-    high_key: str,
-    where: str,
-    errors: list[str],
-) -> None:
-    low, high = schema.get(low_key), schema.get(high_key)
-    if isinstance(low, int) and count < low:
-        errors.append(f"{where}: needs at least {low} {noun}{'s' if low != 1 else ''}")
-    if isinstance(high, int) and count > high:
-        errors.append(f"{where}: takes at most {high} {noun}{'s' if high != 1 else ''}")
-
-
-def _check_object(
-    schema: Mapping[str, Any], value: Mapping[str, Any], path: str, errors: list[str], *, top: bool
-) -> None:
-    properties = schema.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
-    required = schema.get("required")
-    for name in required if isinstance(required, list) else []:
-        if name not in value:
-            errors.append(f"{_join(path, name)}: required")
-    extra = schema.get("additionalProperties")
-    closed = extra is False or (extra is None and top)
-    for key, item in value.items():
-        where = _join(path, str(key))
-        if key in properties:
-            _check(properties[key], item, where, errors)
-        elif isinstance(extra, Mapping):
-            _check(extra, item, where, errors)
-        elif closed:
-            known = ", ".join(map(str, properties))
-            there = f"the properties are: {known}" if known else "there are none"
-            errors.append(f"{where}: unknown property; {there}")
-
-
-def _is(value: Any, kind: str) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    if kind == "array":
-        return isinstance(value, list)
-    if kind == "object":
-        return isinstance(value, Mapping)
-    if kind == "integer":
-        return _is_number(value) and (isinstance(value, int) or float(value).is_integer())
-    return _is_number(value)
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    return _check_instance(schema, value, strict=True, root="(input)")
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
-def _join(path: str, key: str) -> str:
-    if not path:
-        return key
-    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
-
-
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:59] + "…"
