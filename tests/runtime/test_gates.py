@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from doubles import add_notes_tools, starting_notes
 from handrail.errors import BadRequest, Conflict
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
-from handrail.runtime.tools import ToolError
 from handrail.runtime.turn import Principal
 from handrail.store import Store
 
@@ -32,46 +32,9 @@ def call(tool: str, args: dict[str, Any] | None = None) -> str:
 
 def notes_agent(**options: Any) -> tuple[Agent, list[dict[str, str]], list[str]]:
     """The notes application of tool-safety-classes.md as an agent's tools."""
-    notes = [
-        {"title": "Shopping list", "body": "Coffee, oats, lemons."},
-        {"title": "Old draft", "body": "An outline nobody needs any more."},
-        {"title": "Meeting agenda", "body": "Budget, hiring, the launch."},
-    ]
-    ran: list[str] = []
+    notes, ran = starting_notes(), []
     agent = Agent("notes", instructions="You manage notes.", **options)
-
-    @agent.tool(read_only=True, open_world=False)
-    def list_notes() -> list[dict[str, str]]:
-        """List every note, with its title and body."""
-        ran.append("list_notes")
-        return notes
-
-    @agent.tool(read_only=False, consequential=False, open_world=False)
-    def add_note(title: str, body: str) -> str:
-        """Add a note with a title and a body."""
-        ran.append("add_note")
-        notes.append({"title": title, "body": body})
-        return f"Added the note “{title}”."
-
-    @agent.tool(consequential=True, destructive=True, open_world=False)
-    def delete_note(title: str) -> str:
-        """Delete the note with this exact title. It cannot be undone."""
-        ran.append("delete_note")
-        for index, note in enumerate(notes):
-            if note["title"] == title:
-                del notes[index]
-                return f"Deleted the note “{title}”."
-        titles = ", ".join(n["title"] for n in notes)
-        raise ToolError(f"No note is titled “{title}”. The notes are: {titles}.")
-
-    @agent.tool(read_only=True, skill=True, open_world=False)
-    def notes_house_style() -> str:
-        """How notes in this app should be titled and written. Read this before adding a note."""
-        return (
-            "Title a note with two to four words in sentence case. Write the body as one line. "
-            "Never delete a note without saying which one first."
-        )
-
+    add_notes_tools(agent, notes, ran)
     return agent, notes, ran
 
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from doubles import FlakyModel
 from handrail.errors import BadRequest, Conflict, Forbidden, NotFound
 from handrail.policy import ToolHints
 from handrail.runtime.agent import Agent, Tool, ToolError
-from handrail.runtime.models.base import ModelError, ModelEvent, ModelRequest
+from handrail.runtime.models.base import ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
@@ -69,36 +70,6 @@ def command(tool: str, args: dict[str, Any]) -> str:
 
 def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-class FlakyModel:
-    """The scripted model with faults injected on chosen calls: `fail_on` call numbers raise
-    before any output, `fail_after_text_on` stream the scripted text and then raise."""
-
-    def __init__(
-        self, *, fail_on: set[int] = frozenset(), fail_after_text_on: set[int] = frozenset()
-    ) -> None:  # type: ignore[assignment]
-        self.inner = ScriptedModel()
-        self.calls = 0
-        self.fail_on = fail_on
-        self.fail_after_text_on = fail_after_text_on
-
-    @property
-    def name(self) -> str:
-        return "scripted"
-
-    @property
-    def supports_tools(self) -> bool:
-        return True
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.calls += 1
-        if self.calls in self.fail_on:
-            raise ModelError("injected failure")
-        async for event in self.inner.stream(request):
-            yield event
-        if self.calls in self.fail_after_text_on:
-            raise ModelError("injected failure after text")
 
 
 @pytest.fixture

@@ -16,12 +16,13 @@ import httpx
 import jsonschema
 from server_helpers import USERS, Api, Stream, compact, load_schema
 
+from doubles import add_notes_tools, starting_notes
 from handrail.runtime.agent import Agent
 from handrail.runtime.messages import Message
 from handrail.runtime.models.base import Model, ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
-from handrail.runtime.tools import ToolError, ToolSet
+from handrail.runtime.tools import ToolSet
 from handrail.server import ServerConfig, create_app
 from handrail.store import Store
 
@@ -65,53 +66,18 @@ CLARIFY_ANSWERS = {
 
 
 class NotesApp:
-    """The notes application of tool-safety-classes.md as an agent's tools (the same tools as
-    ``tests/runtime/test_gates.py``), plus an untrusted archive connection whose read-only hint
-    counts for nothing. `ran` records every tool body that ran."""
+    """The notes application of tool-safety-classes.md as an agent's tools (from
+    ``tests/doubles.py``, shared with ``tests/runtime/test_gates.py``), plus an untrusted
+    archive connection whose read-only hint counts for nothing. `ran` records every tool body
+    that ran."""
 
     def __init__(self, **options: Any) -> None:
-        self.notes = [
-            {"title": "Shopping list", "body": "Coffee, oats, lemons."},
-            {"title": "Old draft", "body": "An outline nobody needs any more."},
-            {"title": "Meeting agenda", "body": "Budget, hiring, the launch."},
-        ]
+        self.notes = starting_notes()
         self.ran: list[str] = []
         options.setdefault("clarify", True)
         agent = Agent("notes", instructions="You manage notes.", **options)
-        notes, ran = self.notes, self.ran
-
-        @agent.tool(read_only=True, open_world=False)
-        def list_notes() -> list[dict[str, str]]:
-            """List every note, with its title and body."""
-            ran.append("list_notes")
-            return notes
-
-        @agent.tool(read_only=False, consequential=False, open_world=False)
-        def add_note(title: str, body: str) -> str:
-            """Add a note with a title and a body."""
-            ran.append("add_note")
-            notes.append({"title": title, "body": body})
-            return f"Added the note “{title}”."
-
-        @agent.tool(consequential=True, destructive=True, open_world=False)
-        def delete_note(title: str) -> str:
-            """Delete the note with this exact title. It cannot be undone."""
-            ran.append("delete_note")
-            for index, note in enumerate(notes):
-                if note["title"] == title:
-                    del notes[index]
-                    return f"Deleted the note “{title}”."
-            titles = ", ".join(n["title"] for n in notes)
-            raise ToolError(f"No note is titled “{title}”. The notes are: {titles}.")
-
-        @agent.tool(read_only=True, skill=True, open_world=False)
-        def notes_house_style() -> str:
-            """How notes in this app should be titled and written. Read this before adding a
-            note."""
-            return (
-                "Title a note with two to four words in sentence case. Write the body as one "
-                "line. Never delete a note without saying which one first."
-            )
+        add_notes_tools(agent, self.notes, self.ran)
+        ran = self.ran
 
         archive = ToolSet(ARCHIVE, "Acme archive", trusted=False)
 

@@ -27,41 +27,13 @@ from server_helpers import (
     start_api,
 )
 
-from handrail.runtime.models.base import ModelError, ModelEvent, ModelRequest, TextDelta
-from handrail.runtime.models.scripted import ScriptedModel
+from doubles import FlakyModel
+from handrail.runtime.models.base import ModelEvent, ModelRequest, TextDelta
 from handrail.runtime.runtime import Runtime
 from handrail.server import create_app
 from handrail.store import Store
 
 ANSWER = {"action": "accept", "content": {"selected": ["team"]}}
-
-
-class FlakyModel:
-    """The scripted model, failing on chosen calls: before any output (`fail_on`) or after its
-    text (`fail_after_text_on`). Calls are counted from 1."""
-
-    def __init__(self, *, fail_on: set[int] = set(), fail_after_text_on: set[int] = set()) -> None:  # noqa: B006
-        self.inner = ScriptedModel()
-        self.calls = 0
-        self.fail_on = fail_on
-        self.fail_after_text_on = fail_after_text_on
-
-    @property
-    def name(self) -> str:
-        return "flaky"
-
-    @property
-    def supports_tools(self) -> bool:
-        return True
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.calls += 1
-        if self.calls in self.fail_on:
-            raise ModelError("injected failure")
-        async for event in self.inner.stream(request):
-            yield event
-        if self.calls in self.fail_after_text_on:
-            raise ModelError("injected failure after text")
 
 
 class GatedModel:

@@ -38,7 +38,7 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
 @pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: run scripts/ensure-chromium.sh")
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure-chromium.sh", pytrace=False)
     with sync_playwright() as running:
         yield running
 
