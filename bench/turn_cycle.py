@@ -22,7 +22,7 @@ with ``PRAGMA synchronous=FULL``, and every cycle starts a new conversation:
   (returns ``__interrupt__``), then ``invoke(Command(resume=answer))``.
 
 Then it shows where an in-process cycle's time goes: every store call timed, the SQL statements,
-write transactions and aiosqlite thread round trips of one cycle, and unit costs probed on the
+transactions (each one hop to a store thread) and writes of one cycle, and unit costs probed on the
 machine (``--profile N`` adds a cProfile listing of N cycles).
 
 Last, it measures the memory of a fresh server holding many paused conversations: it pauses
@@ -112,8 +112,11 @@ def serve(db_path: Path, *, trace: bool, max_seconds: float) -> None:
     import uvicorn
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
+    from sqlalchemy import text
+    from uvicorn.loops.auto import auto_loop_factory
 
     from handrail.server import ServerConfig, UserConfig, create_app
+    from handrail.store.db import first_row
 
     async def main() -> None:
         store = await Store.open(
@@ -139,9 +142,10 @@ def serve(db_path: Path, *, trace: bool, max_seconds: float) -> None:
                 out["traced"], out["traced_peak"] = tracemalloc.get_traced_memory()
                 if reset:
                     tracemalloc.reset_peak()
-            async with store.db.read() as connection:
-                result = await connection.exec_driver_sql("PRAGMA synchronous")
-                out["synchronous"] = result.scalar()
+            row = await store.db.read(first_row, text("PRAGMA synchronous"))
+            out["synchronous"] = row[0] if row else None
+            out["loop"] = type(asyncio.get_running_loop()).__module__.split(".")[0]
+            out["http"] = server.config.http_protocol_class.__name__
             return JSONResponse(out)
 
         app.add_api_route("/_bench/memory", memory, methods=["GET"], include_in_schema=False)
@@ -171,7 +175,9 @@ def serve(db_path: Path, *, trace: bool, max_seconds: float) -> None:
             guard.cancel()
             await store.close()
 
-    asyncio.run(main())
+    # The event loop `handrail serve` gets: uvicorn's "auto" (uvloop when it is installed).
+    with asyncio.Runner(loop_factory=auto_loop_factory(use_subprocess=False)) as runner:
+        runner.run(main())
 
 
 def proc_memory(pid: int) -> dict[str, int]:
@@ -283,12 +289,15 @@ class InProcess:
         self.runtime = Runtime(store=self.store, agents=agent(), model=ScriptedModel())
 
     def synchronous(self) -> int:
-        async def query() -> int:
-            async with self.store.db.read() as connection:
-                result = await connection.exec_driver_sql("PRAGMA synchronous")
-                return int(result.scalar_one())
+        from sqlalchemy import text
 
-        return self.loop.run_until_complete(query())
+        from handrail.store.db import first_row
+
+        row = self.loop.run_until_complete(
+            self.store.db.read(first_row, text("PRAGMA synchronous"))
+        )
+        assert row is not None
+        return int(row[0])
 
     async def _cycle(self) -> tuple[Phases, str]:
         start = perf_counter_ns()
@@ -491,6 +500,7 @@ def run_rounds(contenders: Sequence[Contender], rounds: int, budget_s: float) ->
 # --- where an in-process cycle's time goes ------------------------------------------------------
 
 STORE_CALLS = (
+    ("", ("load_turn",)),
     ("histories", ("create", "get", "rows", "load", "apply")),
     ("requests", ("add",)),
 )
@@ -501,8 +511,8 @@ def store_call_times(inproc: InProcess, cycles: int) -> tuple[float, dict[str, l
     included). Returns the mean cycle time and, per call, ``[calls, total ns]``."""
     times: dict[str, list[int]] = {}
 
-    def timed(repo: Any, name: str, label: str) -> None:
-        original = getattr(repo, name)
+    def timed(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
 
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
             start = perf_counter_ns()
@@ -513,48 +523,44 @@ def store_call_times(inproc: InProcess, cycles: int) -> tuple[float, dict[str, l
                 entry[0] += 1
                 entry[1] += perf_counter_ns() - start
 
-        setattr(repo, name, wrapper)  # on the instance: the class is left alone
+        setattr(owner, name, wrapper)  # on the instance: the class is left alone
 
-    repos = [(getattr(inproc.store, attr), names, attr) for attr, names in STORE_CALLS]
-    for repo, names, attr in repos:
+    owners = [
+        (getattr(inproc.store, attr) if attr else inproc.store, names, attr)
+        for attr, names in STORE_CALLS
+    ]
+    for owner, names, attr in owners:
         for name in names:
-            timed(repo, name, f"{attr}.{name}")
+            timed(owner, name, f"{attr}.{name}" if attr else f"store.{name}")
     try:
         start = perf_counter_ns()
         inproc.run(cycles)
         elapsed = perf_counter_ns() - start
     finally:
-        for repo, names, _ in repos:
+        for owner, names, _ in owners:
             for name in names:
-                delattr(repo, name)
+                delattr(owner, name)
     return elapsed / cycles, times
 
 
 def count_sql(inproc: InProcess, lg: LangGraphCycle) -> dict[str, int]:
-    """SQL statements, write transactions and aiosqlite thread round trips of one cycle of
-    each (LangGraph's through sqlite3's trace callback; it has no thread round trips)."""
-    import aiosqlite.core
-    from sqlalchemy import event
+    """SQL statements, transactions (each one hop to a store thread) and write transactions of
+    one cycle of each (LangGraph's through sqlite3's trace callback, on the caller's thread)."""
+    from sqlalchemy import Engine, event
 
     counts = {"statements": 0, "writes": 0, "hops": 0}
 
     def on_execute(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         counts["statements"] += 1
         counts["writes"] += statement.startswith("BEGIN IMMEDIATE")
+        counts["hops"] += statement.startswith("BEGIN")
 
-    original = aiosqlite.core.Connection._execute
-
-    async def counting(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["hops"] += 1
-        return await original(self, fn, *args, **kwargs)
-
-    engine = inproc.store.db.engine.sync_engine
+    engine = inproc.store.db.engine
+    assert isinstance(engine, Engine)
     event.listen(engine, "before_cursor_execute", on_execute)
-    aiosqlite.core.Connection._execute = counting  # type: ignore[method-assign]
     try:
         inproc.check()
     finally:
-        aiosqlite.core.Connection._execute = original  # type: ignore[method-assign]
         event.remove(engine, "before_cursor_execute", on_execute)
 
     statements: list[str] = []
@@ -568,24 +574,28 @@ def count_sql(inproc: InProcess, lg: LangGraphCycle) -> dict[str, int]:
     return counts
 
 
+def _nothing(_connection: Any) -> None:
+    return None
+
+
 def probe_units(inproc: InProcess, folder: Path, count: int = 300) -> dict[str, float]:
-    """Median unit costs on this machine: an aiosqlite round trip, an empty read transaction
-    through the store's SQLAlchemy async engine, and a small write transaction on plain sqlite3
-    (WAL) with ``synchronous`` FULL and OFF (the difference is the fsync)."""
-    import aiosqlite
-    from sqlalchemy import text
+    """Median unit costs on this machine: a bare hop to a worker thread and back, an empty read
+    transaction through the store (`Database.read`: the hop, BEGIN and COMMIT), and a small write
+    transaction on plain sqlite3 (WAL) with ``synchronous`` FULL and OFF (the difference is the
+    fsync)."""
+    from concurrent.futures import ThreadPoolExecutor
 
     async def probe() -> tuple[float, float]:
         hops, reads = [], []
-        async with aiosqlite.connect(folder / "probe-hop.db") as connection:
+        loop = asyncio.get_running_loop()
+        with ThreadPoolExecutor(1) as executor:
             for _ in range(count):
                 start = perf_counter_ns()
-                await connection.execute("SELECT 1")
+                await loop.run_in_executor(executor, int)
                 hops.append(perf_counter_ns() - start)
         for _ in range(count):
             start = perf_counter_ns()
-            async with inproc.store.db.read() as connection:
-                await connection.execute(text("SELECT 1"))
+            await inproc.store.db.read(_nothing)
             reads.append(perf_counter_ns() - start)
         return statistics.median(hops), statistics.median(reads)
 
@@ -612,7 +622,8 @@ def probe_units(inproc: InProcess, folder: Path, count: int = 300) -> dict[str, 
 
 def profile_in_process(inproc: InProcess, cycles: int, top: int = 25) -> None:
     """cProfile over `cycles` in-process cycles, sorted by own time. Only this thread is
-    profiled: aiosqlite's worker (SQLite itself, the fsyncs) shows up as time in epoll."""
+    profiled: the store's worker threads (SQLite itself, the fsyncs) show up as time in
+    epoll."""
     profiler = cProfile.Profile()
     start = perf_counter_ns()
     profiler.enable()
@@ -704,8 +715,8 @@ def package_version(name: str) -> str:
 def machine_line() -> str:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    names = ("handrail", "langgraph", "langgraph-checkpoint-sqlite", "sqlalchemy", "aiosqlite")
-    versions = ", ".join(f"{name} {package_version(name)}" for name in (*names, "uvicorn"))
+    names = ("handrail", "langgraph", "langgraph-checkpoint-sqlite", "sqlalchemy", "uvicorn")
+    versions = ", ".join(f"{name} {package_version(name)}" for name in (*names, "uvloop"))
     return (
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC | {platform.machine()} "
         f"{platform.system()} | {cpus} CPUs | Python {platform.python_version()} | "
@@ -731,7 +742,8 @@ def race(args: argparse.Namespace, folder: Path) -> int:
         print(
             f"PRAGMA synchronous (2 = FULL): in process {inproc.synchronous()}, server "
             f"{server.info['synchronous']}, LangGraph {lg_sync} (journal {lg_journal}). "
-            "Server: uvicorn on 127.0.0.1, no access log; client: http.client, keep-alive."
+            f"Server: uvicorn on 127.0.0.1 (event loop {server.info['loop']}, "
+            f"{server.info['http']}), no access log; client: http.client, keep-alive."
         )
         wrong = [f"{i.name}: {got!r}" for i in impls if (got := i.check()) != REPLY]
         for line in wrong:
@@ -811,11 +823,11 @@ def race(args: argparse.Namespace, folder: Path) -> int:
         fsync_ns = max(0.0, units["FULL"] - units["OFF"])
         print(
             f"   SQL per cycle: handrail {counts['statements']} statements in "
-            f"{counts['writes']} write transactions, {counts['hops']} aiosqlite thread round "
-            f"trips; LangGraph {counts['lg_statements']} statements, {counts['lg_commits']} "
-            "commits, no thread round trips (sqlite3 on the caller's thread)\n"
-            f"   unit costs here: aiosqlite round trip {fmt_time(units['hop'])}; empty read "
-            f"transaction through the store's async engine {fmt_time(units['read'])}; "
+            f"{counts['hops']} transactions ({counts['writes']} writing), each one hop to a "
+            f"store thread; LangGraph {counts['lg_statements']} statements, "
+            f"{counts['lg_commits']} commits, no thread hops (sqlite3 on the caller's thread)\n"
+            f"   unit costs here: thread hop {fmt_time(units['hop'])}; empty read "
+            f"transaction through the store {fmt_time(units['read'])}; "
             f"sqlite3 write transaction FULL {fmt_time(units['FULL'])}, OFF "
             f"{fmt_time(units['OFF'])} (fsync ≈ {fmt_time(fsync_ns)})\n"
             f"   fsyncs alone: handrail {counts['writes']} × ≈ "

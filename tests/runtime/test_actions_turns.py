@@ -327,6 +327,7 @@ async def test_a_changed_context_makes_the_confirm_stale(booking: Booking) -> No
     nothing and the model reads CONFIRMATION_STALE."""
     import sqlalchemy as sa
 
+    from handrail.store.db import row_count
     from handrail.store.tables import confirmations
 
     ask = await booking.book(time="19:00")
@@ -334,12 +335,13 @@ async def test_a_changed_context_makes_the_confirm_stale(booking: Booking) -> No
     record = await booking.store.confirmations.get(confirmation_id)
     assert record is not None
     tampered = dict(record.request, url=record.request["url"] + "?admin=1")
-    async with booking.store.db.write() as connection:
-        await connection.execute(
-            sa.update(confirmations)
-            .where(confirmations.c.id == confirmation_id)
-            .values(request=tampered)
-        )
+    changed = await booking.store.db.write(
+        row_count,
+        sa.update(confirmations)
+        .where(confirmations.c.id == confirmation_id)
+        .values(request=tampered),
+    )
+    assert changed == 1
     events = await booking.answer(ask, **CONFIRM)
     result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
     assert result["code"] == "CONFIRMATION_STALE"

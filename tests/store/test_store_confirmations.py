@@ -23,7 +23,7 @@ from handrail.store import (
     Database,
     Store,
 )
-from handrail.store.db import alembic_config
+from handrail.store.db import alembic_config, all_rows, row_count
 from handrail.store.tables import confirmations
 
 HEX24 = re.compile(r"^[0-9a-f]{24}$")
@@ -82,19 +82,14 @@ def _tables(connection: Connection) -> set[str]:
 
 async def test_migration_0003_adds_confirmations_and_goes_back(database_url: str) -> None:
     async with Database(database_url) as db:
-        async with db.write() as connection:
-            await connection.run_sync(_upgrade, "0002")
-        async with db.read() as connection:
-            assert "confirmations" not in await connection.run_sync(_tables)
+        await db.write(_upgrade, "0002")
+        assert "confirmations" not in await db.read(_tables)
         await db.migrate()
-        async with db.read() as connection:
-            assert "confirmations" in await connection.run_sync(_tables)
-            version = await connection.execute(text("SELECT version_num FROM alembic_version"))
-            assert version.scalars().all() == ["0003"]
-        async with db.write() as connection:
-            await connection.run_sync(_downgrade, "0002")
-        async with db.read() as connection:
-            tables = await connection.run_sync(_tables)
+        assert "confirmations" in await db.read(_tables)
+        version = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
+        assert [row[0] for row in version] == ["0003"]
+        await db.write(_downgrade, "0002")
+        tables = await db.read(_tables)
         assert "confirmations" not in tables
         assert {"permissions", "grants", "histories"} <= tables
 
@@ -117,8 +112,7 @@ async def test_the_table_refuses_an_unknown_state(store: Store) -> None:
         "updated": now,
     }
     with pytest.raises(IntegrityError):
-        async with store.db.write() as connection:
-            await connection.execute(insert(confirmations).values(row))
+        await store.db.write(row_count, insert(confirmations).values(row))
 
 
 # --- create and read ----------------------------------------------------------------------------

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 from handrail.errors import ConfigError
 from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
-from handrail.store.db import async_url
+from handrail.store.db import all_rows, driver_url
 from handrail.store.tables import metadata
 
 TABLES = {
@@ -30,19 +30,19 @@ TABLES = {
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
-        (None, "sqlite+aiosqlite:///handrail.db"),
-        ("sqlite:///data/h.db", "sqlite+aiosqlite:///data/h.db"),
-        ("sqlite:////abs/h.db", "sqlite+aiosqlite:////abs/h.db"),
-        ("sqlite+aiosqlite:///h.db", "sqlite+aiosqlite:///h.db"),
-        ("sqlite+pysqlite:///h.db", "sqlite+aiosqlite:///h.db"),
+        (None, "sqlite+pysqlite:///handrail.db"),
+        ("sqlite:///data/h.db", "sqlite+pysqlite:///data/h.db"),
+        ("sqlite:////abs/h.db", "sqlite+pysqlite:////abs/h.db"),
+        ("sqlite+aiosqlite:///h.db", "sqlite+pysqlite:///h.db"),
+        ("sqlite+pysqlite:///h.db", "sqlite+pysqlite:///h.db"),
         ("postgresql://u:p@db:5433/app", "postgresql+asyncpg://u:p@db:5433/app"),
         ("postgres://u@db/app", "postgresql+asyncpg://u@db/app"),
         ("postgresql+psycopg://u@db/app", "postgresql+asyncpg://u@db/app"),
         ("postgresql://u@db/app?sslmode=require", "postgresql+asyncpg://u@db/app?ssl=require"),
     ],
 )
-def test_urls_move_to_the_async_drivers(given: str | None, expected: str) -> None:
-    assert async_url(given).render_as_string(hide_password=False) == expected
+def test_urls_get_handrails_drivers(given: str | None, expected: str) -> None:
+    assert driver_url(given).render_as_string(hide_password=False) == expected
 
 
 @pytest.mark.parametrize("url", ["mysql://u@db/app", "not a url"])
@@ -60,18 +60,21 @@ def test_synchronous_level_is_checked(tmp_path: Path) -> None:
 async def test_sqlite_pragmas_on_every_connection(tmp_path: Path, level: str, value: int) -> None:
     async with Database(f"sqlite:///{tmp_path / 'x.db'}", synchronous=level) as db:
         for _ in range(2):  # the pool's connection, then a fresh one
-            async with db.read() as connection:
-                pragmas = {
-                    name: (await connection.execute(text(f"PRAGMA {name}"))).scalar_one()
-                    for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
-                }
-            assert pragmas == {
+            assert await db.read(_pragmas) == {
                 "journal_mode": "wal",
                 "foreign_keys": 1,
                 "busy_timeout": 30000,
                 "synchronous": value,
             }
-            await db.engine.dispose()
+            assert isinstance(db.engine, Engine)
+            db.engine.dispose()
+
+
+def _pragmas(connection: Connection) -> dict[str, object]:
+    return {
+        name: connection.execute(text(f"PRAGMA {name}")).scalar_one()
+        for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
+    }
 
 
 def _table_names(connection: Connection) -> set[str]:
@@ -86,25 +89,22 @@ async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str
     async with Database(database_url) as db:
         await db.migrate()
         await db.migrate()
-        async with db.read() as connection:
-            assert await connection.run_sync(_table_names) == TABLES
-            versions = await connection.execute(text("SELECT version_num FROM alembic_version"))
-            assert versions.scalars().all() == ["0003"]
+        assert await db.read(_table_names) == TABLES
+        versions = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
+        assert [row[0] for row in versions] == ["0003"]
 
 
 async def test_migrations_match_the_tables(database_url: str) -> None:
     async with Database(database_url) as db:
         await db.migrate()
-        async with db.read() as connection:
-            assert await connection.run_sync(_schema_diff) == []
+        assert await db.read(_schema_diff) == []
 
 
 async def test_several_processes_may_migrate_at_once(database_url: str) -> None:
     databases = [Database(database_url) for _ in range(4)]
     try:
         await asyncio.gather(*(db.migrate() for db in databases))
-        async with databases[0].read() as connection:
-            assert await connection.run_sync(_table_names) == TABLES
+        assert await databases[0].read(_table_names) == TABLES
     finally:
         await asyncio.gather(*(db.close() for db in databases))
 

@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from handrail.errors import NotFound
 from handrail.store import BlobMissing, BlobStore, LocalBlobStore, Store
+from handrail.store.db import first_row
 from handrail.store.tables import files
 
 PAYLOAD = b"%PDF-1.7 secret invoice bytes \x00\xff" * 100
@@ -41,8 +42,8 @@ async def test_empty_file(store: Store) -> None:
 
 async def test_the_row_holds_no_bytes(store: Store) -> None:
     record = await store.files.create("u1", "a.bin", "application/octet-stream", PAYLOAD)
-    async with store.db.read() as connection:
-        row = (await connection.execute(select(files).where(files.c.id == record.id))).one()
+    row = await store.db.read(first_row, select(files).where(files.c.id == record.id))
+    assert row is not None
     for value in row:
         assert not isinstance(value, bytes | bytearray | memoryview)
         assert "secret invoice" not in str(value)

@@ -21,7 +21,7 @@ from handrail.store import (
     PermissionRepo,
     Store,
 )
-from handrail.store.db import alembic_config
+from handrail.store.db import alembic_config, all_rows, row_count
 from handrail.store.tables import grants, permissions
 
 HEX24 = re.compile(r"^[0-9a-f]{24}$")
@@ -33,8 +33,7 @@ def assert_utc(moment: dt.datetime) -> None:
 
 
 async def count_rows(store: Store, table: Any) -> int:
-    async with store.db.read() as connection:
-        return len((await connection.execute(select(table))).all())
+    return len(await store.db.read(all_rows, select(table)))
 
 
 # --- migration ----------------------------------------------------------------------------------
@@ -53,29 +52,23 @@ def _tables(connection: Connection) -> set[str]:
 
 
 async def _version(db: Database) -> list[str]:
-    async with db.read() as connection:
-        result = await connection.execute(text("SELECT version_num FROM alembic_version"))
-        return list(result.scalars())
+    rows = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
+    return [row[0] for row in rows]
 
 
 async def test_migration_0002_upgrades_0001_and_goes_back(database_url: str) -> None:
     async with Database(database_url) as db:
-        async with db.write() as connection:
-            await connection.run_sync(_upgrade, "0001")
+        await db.write(_upgrade, "0001")
         assert await _version(db) == ["0001"]
-        async with db.read() as connection:
-            assert not {"permissions", "grants"} & await connection.run_sync(_tables)
+        assert not {"permissions", "grants"} & await db.read(_tables)
 
         await db.migrate()
         assert await _version(db) == ["0003"]
-        async with db.read() as connection:
-            assert {"permissions", "grants"} <= await connection.run_sync(_tables)
+        assert {"permissions", "grants"} <= await db.read(_tables)
 
-        async with db.write() as connection:
-            await connection.run_sync(_downgrade, "0001")
+        await db.write(_downgrade, "0001")
         assert await _version(db) == ["0001"]
-        async with db.read() as connection:
-            tables = await connection.run_sync(_tables)
+        tables = await db.read(_tables)
         assert not {"permissions", "grants"} & tables
         assert {"histories", "history_rows", "files", "requests"} <= tables
 
@@ -100,8 +93,7 @@ async def test_the_table_refuses_an_inconsistent_grant(
         "created": dt.datetime.now(dt.UTC),
     }
     with pytest.raises(IntegrityError):
-        async with store.db.write() as connection:
-            await connection.execute(insert(grants).values(row))
+        await store.db.write(row_count, insert(grants).values(row))
     assert await count_rows(store, grants) == 0
 
 

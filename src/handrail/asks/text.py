@@ -85,7 +85,8 @@ def cut_text(text: str, max_length: int) -> str:
     budget = max_length - utf16_len(ELLIPSIS)
     kept: list[str] = []
     used = 0
-    for cluster in graphemes(text):
+    # Only the head can be kept: a cluster cut off by this slice is longer than the budget.
+    for cluster in graphemes(text[: max_length + 1]):
         size = utf16_len(cluster)
         if used + size > budget:
             break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -75,6 +76,24 @@ def ask_tool_name(kind: str) -> str:
     return f"ask_{kind}"
 
 
+@functools.lru_cache(maxsize=64)
+def _ask_part(kinds: tuple[AskKind, ...], surface: AskSurface) -> tuple[str, tuple[ToolSpec, ...]]:
+    """The asks prompt text and the ask tools for these kinds on `surface`: pure, so built once
+    and shared by every turn (the specs' schemas must not be changed)."""
+    if not kinds:
+        return "", ()
+    section = ASKS_SYSTEM_PROMPT + "\n\n" + ask_prompt_section(list(kinds), surface=surface)
+    specs = tuple(
+        ToolSpec(
+            name=ask_tool_name(kind),
+            description=ASK_TOOL_DESCRIPTIONS[kind],
+            input_schema=ask_input_json_schema(kind, surface=surface),
+        )
+        for kind in kinds
+    )
+    return section, specs
+
+
 def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSetup:
     """The system prompt and tools of one turn of `agent` on `surface`.
 
@@ -82,27 +101,16 @@ def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSet
     schemas, on the compact surface), and the asks prompt text. A compact turn adds the compact
     line even with asks off. A model without tool support gets no ask tools.
     """
-    kinds: list[AskKind] = []
+    kinds: tuple[AskKind, ...] = ()
     if agent.asks is not None and model.supports_tools:
-        kinds = ask_kinds_for_surface(agent.asks.kinds, surface)
+        kinds = tuple(ask_kinds_for_surface(agent.asks.kinds, surface))
     parts = [agent.instructions.strip()] if agent.instructions.strip() else []
-    if kinds:
-        parts.append(ASKS_SYSTEM_PROMPT)
-        parts.append(ask_prompt_section(kinds, surface=surface))
+    ask_section, ask_specs = _ask_part(kinds, surface)
+    parts.append(ask_section)
     if surface == "compact":
         parts.append(COMPACT_SURFACE_SYSTEM_PROMPT)
-    specs: list[ToolSpec] = []
-    ask_tools: dict[str, AskKind] = {}
-    for kind in kinds:
-        name = ask_tool_name(kind)
-        ask_tools[name] = kind
-        specs.append(
-            ToolSpec(
-                name=name,
-                description=ASK_TOOL_DESCRIPTIONS[kind],
-                input_schema=ask_input_json_schema(kind, surface=surface),
-            )
-        )
+    specs: list[ToolSpec] = list(ask_specs)
+    ask_tools: dict[str, AskKind] = {ask_tool_name(kind): kind for kind in kinds}
     clarify = agent.clarify and agent.asks is not None and model.supports_tools
     if clarify:
         specs.append(

@@ -29,8 +29,16 @@ from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
 from ..errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
 from ..policy import GrantScope
-from ..store import Store
-from ..store.records import UNSET, AskStatus, History, HistoryChange, StoredRow
+from ..store import Store, TurnState, request_record
+from ..store.records import (
+    UNSET,
+    AskStatus,
+    ConfirmationRecord,
+    History,
+    HistoryChange,
+    RequestRecord,
+    StoredRow,
+)
 from .action_calls import ActionCalls, expired
 from .agent import Agent
 from .answer_files import invalid_answer, load_answer_files
@@ -156,20 +164,21 @@ class Runtime:
         checked_surface = _surface(surface)
         if not isinstance(prompt, str) or not prompt.strip():
             raise BadRequest("prompt is required", "Send a non-empty prompt.")
-        new = history_id is None
+        state: TurnState | None = None
         if history_id is None:
             history = await self.store.histories.create(
                 principal.user_id, agent=self.agent_named(agent).name
             )
         else:
-            history = await self.owned_history(principal, history_id)
+            state = await self.store.load_turn(history_id)
+            history = _owned(principal, history_id, state.history if state else None)
         the_agent = self.agent_for(history)
         model = self.model_for(the_agent)
         setup = build_turn_setup(the_agent, model, checked_surface)
         turn = Turn(history.id)
         self._spawn(
             turn,
-            self._prompt_turn(turn, history, principal, the_agent, model, setup, prompt, new=new),
+            self._prompt_turn(turn, history, principal, the_agent, model, setup, prompt, state),
         )
         return turn
 
@@ -342,15 +351,18 @@ class Runtime:
         model: Model,
         setup: TurnSetup,
         prompt: str,
-        *,
-        new: bool = False,
+        state: TurnState | None,
     ) -> None:
-        # A conversation made for this prompt has no rows, ask or confirmations yet.
-        prior = []
-        if not new:
+        # A conversation made for this prompt (no `state`) has no rows, ask or confirmations.
+        prior: list[StoredRow] = []
+        if state is not None:
             history = await self._cancel_pending_for_message(turn, history)
-            history = await self._report_uncertain(turn, history)
-            prior = await self.store.histories.rows(history.id)
+            history = await self._report_uncertain(turn, history, state.confirmations)
+            prior = (
+                state.rows
+                if history.version == state.history.version
+                else await self.store.histories.rows(history.id)
+            )
         row_count = len(prior)
         messages: list[Message] = [
             *rows_to_messages(r.data for r in prior),
@@ -406,16 +418,18 @@ class Runtime:
             await turn.emit(ask_resolved_event(tool_call_id, "cancel"))
         return history
 
-    async def _report_uncertain(self, turn: Turn, history: History) -> History:
+    async def _report_uncertain(
+        self, turn: Turn, history: History, records: list[ConfirmationRecord]
+    ) -> History:
         """A side effect whose confirmation was consumed but whose outcome was never recorded
         (the process died while sending) is uncertain: the model reads
-        ``TOOL_EXECUTION_UNCERTAIN`` as its call's result, once, and it is never resent."""
-        confirmations = self.store.confirmations
+        ``TOOL_EXECUTION_UNCERTAIN`` as its call's result, once, and it is never resent.
+        `records` are the history's confirmations, read with it."""
         now = utc_now()
         uncertain = []
-        for record in await confirmations.for_history(history.id):
+        for record in records:
             if record.state == "consumed" and record.lease_until and record.lease_until <= now:
-                record = await confirmations.reconcile(record.id, now)
+                record = await self.store.confirmations.reconcile(record.id, now)
             if record.state == "uncertain":
                 uncertain.append(record)
         if not uncertain:
@@ -479,6 +493,7 @@ class Runtime:
                     pending_ask=pending,
                 ),
                 expected_version=run.history.version,
+                log=_log_record(run, error=_failure_text()),
             )
         except (Conflict, NotFound):
             return False
@@ -486,7 +501,6 @@ class Runtime:
         run.turn.pending_summary = _summary(pending)
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
-        await self._log(run, error=_failure_text())
         return True
 
     async def _commit(self, run: TurnRun) -> None:
@@ -528,9 +542,16 @@ class Runtime:
                 pending_ask=pending if pending is not None else _keep(),
                 title=title if current.title is None and title else _keep(),
             )
+            metadata = dict(run.metadata)
+            if pending is not None:
+                meta = {**_ask_meta(pending), "phase": "asked"}
+                metadata["nextAsk" if "ask" in metadata else "ask"] = meta
             try:
                 await self.store.histories.apply(
-                    history_id, change, expected_version=current.version
+                    history_id,
+                    change,
+                    expected_version=current.version,
+                    log=_log_record(run, metadata=metadata),
                 )
             except Conflict:
                 continue
@@ -540,9 +561,8 @@ class Runtime:
                 return
             break
         run.turn.title = title
+        run.metadata = metadata
         if pending is not None:
-            meta = {**_ask_meta(pending), "phase": "asked"}
-            run.metadata["nextAsk" if "ask" in run.metadata else "ask"] = meta
             run.turn.pending_summary = _summary(pending)
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
@@ -552,7 +572,6 @@ class Runtime:
                 pending_tool_call_id=pending["toolCallId"] if pending else None,
             )
         )
-        await self._log(run)
 
     async def _fail(self, run: TurnRun, exc: Exception) -> None:
         """Keep what the turn did before the failure; drop the ask it had not paused on."""
@@ -565,6 +584,8 @@ class Runtime:
         if run.pause is not None:
             run.rows = _cancel_paused(run.rows, run.pause, result={"action": "cancel"})
             run.pause = None
+        entry = _log_record(run, error=str(exc) or type(exc).__name__)
+        logged = False
         if run.rows:
             while True:
                 current = await self.store.histories.get(run.history.id)
@@ -578,33 +599,54 @@ class Runtime:
                             title=_title_for(run) if current.title is None else _keep(),
                         ),
                         expected_version=current.version,
+                        log=entry,
                     )
                 except Conflict:
                     continue
                 except NotFound:
                     break
+                logged = True
                 run.turn.title = current.title or _title_for(run)
                 break
         await run.turn.emit(error_event(message))
         await run.turn.emit(done_event(run.history.id, title=run.turn.title))
-        await self._log(run, error=str(exc) or type(exc).__name__)
+        if not logged:
+            await self._log(entry)
 
-    async def _log(self, run: TurnRun, *, error: str | None = None) -> None:
-        text = "".join(e["text"] for e in run.turn.events if "text" in e)
+    async def _log(self, entry: RequestRecord) -> None:
+        """Write a request log entry on its own (a turn that saves rows writes it with them)."""
         try:
             await self.store.requests.add(
-                history_id=run.history.id,
-                owner_id=run.principal.user_id,
-                request_type="general",
-                prompt=run.log_prompt,
-                response=text,
-                error=error,
-                metadata=run.metadata,
-                model=run.model.name,
-                duration_ms=int((time.monotonic() - run.started) * 1000),
+                history_id=entry.history_id,
+                owner_id=entry.owner_id,
+                request_type=entry.request_type,
+                prompt=entry.prompt,
+                response=entry.response,
+                error=entry.error,
+                metadata=entry.metadata,
+                model=entry.model,
+                duration_ms=entry.duration_ms,
+                created=entry.created,
             )
         except Exception:
-            log.exception("could not write the request log of history %s", run.history.id)
+            log.exception("could not write the request log of history %s", entry.history_id)
+
+
+def _log_record(
+    run: TurnRun, *, error: str | None = None, metadata: dict[str, Any] | None = None
+) -> RequestRecord:
+    """The turn's request log entry: its prompt, the text it streamed, and its metadata."""
+    return request_record(
+        history_id=run.history.id,
+        owner_id=run.principal.user_id,
+        request_type="general",
+        prompt=run.log_prompt,
+        response="".join(e["text"] for e in run.turn.events if "text" in e),
+        error=error,
+        metadata=run.metadata if metadata is None else metadata,
+        model=run.model.name,
+        duration_ms=int((time.monotonic() - run.started) * 1000),
+    )
 
 
 def _surface(surface: Any) -> AskSurface:

@@ -39,7 +39,7 @@ from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
 from ..runtime.models import DEFAULT_MODEL, model_from_name
-from ..store.db import async_url
+from ..store.db import driver_url
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -120,7 +120,7 @@ class ServerConfig:
         self.agents = tuple(self.agents)
         self.api_prefix = _checked_prefix(self.api_prefix, "api_prefix")
         try:
-            async_url(self.database_url)
+            driver_url(self.database_url)
         except ConfigError as exc:
             raise ConfigError(f"database_url: {exc}") from None
         if not self.users:

@@ -244,7 +244,13 @@ def _headless_problem(exc: ProblemError, principal: Principal, history_id: str) 
     """The runtime's 404 and 403 with the titles and codes of the headless table."""
     if exc.status == 404:
         return _not_found(history_id)
-    if exc.status == 403 and exc.title == NOT_AUTHORIZED and not principal.is_admin:
+    if exc.status == 403 and exc.title == NOT_AUTHORIZED:
+        if principal.is_admin:
+            return Forbidden(
+                NOT_AUTHORIZED,
+                "A turn speaks as the conversation's owner; an admin cannot send one to "
+                "another user's history.",
+            )
         return Forbidden(
             "Access denied", "The history belongs to another user.", code=ACCESS_DENIED_CODE
         )
@@ -254,19 +260,6 @@ def _headless_problem(exc: ProblemError, principal: Principal, history_id: str) 
 async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JSONResponse:
     data = await read_json(request, invalid=lambda m: _invalid({"body": m}, TURN_CODE))
     checked = _turn_body(data)
-    history = await store_of(request).histories.get(history_id)
-    if history is None:
-        raise _not_found(history_id)
-    if history.owner_id != principal.user_id:
-        if principal.is_admin:
-            raise Forbidden(
-                NOT_AUTHORIZED,
-                "A turn speaks as the conversation's owner; an admin cannot send one to "
-                "another user's history.",
-            )
-        raise Forbidden(
-            "Access denied", "The history belongs to another user.", code=ACCESS_DENIED_CODE
-        )
     runtime = runtime_of(request)
     surface = checked.get("surface", "full")
     started: Turn

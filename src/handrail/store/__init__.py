@@ -1,8 +1,9 @@
 """Storage: histories and their rows, uploaded files, the request log, permission levels,
 grants and confirmations.
 
-SQLAlchemy Core over an async engine: a SQLite file (WAL) by default, PostgreSQL for several
-server processes sharing one database. Every change to a history is a compare-and-set on its
+SQLAlchemy Core: a SQLite file (WAL) by default, PostgreSQL for several server processes
+sharing one database. Each operation is one transaction, run off the event loop (see
+`handrail.store.db`). Every change to a history is a compare-and-set on its
 version, applied in one transaction. File bytes live in a `BlobStore`, never in a row.
 
     store = await Store.open("postgresql://app@db/handrail", blob_dir=Path("/srv/files"))
@@ -13,8 +14,10 @@ version, applied in one transaction. File bytes live in a `BlobStore`, never in 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 
 from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
@@ -22,10 +25,11 @@ from handrail.store.confirmations import (
     CONFIRMATION_STALE,
     ConfirmationConflict,
     ConfirmationRepo,
+    confirmations_of,
 )
-from handrail.store.db import DEFAULT_URL, Database, async_url
+from handrail.store.db import DEFAULT_URL, Database, driver_url
 from handrail.store.files import FileRepo
-from handrail.store.histories import HistoryConflict, HistoryRepo
+from handrail.store.histories import HistoryConflict, HistoryRepo, load_history
 from handrail.store.permissions import GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
@@ -45,7 +49,7 @@ from handrail.store.records import (
     StoredGrantScope,
     StoredRow,
 )
-from handrail.store.requests import RequestLog
+from handrail.store.requests import RequestLog, request_record
 
 __all__ = [
     "CONFIRMATION_STALE",
@@ -79,19 +83,40 @@ __all__ = [
     "Store",
     "StoredGrantScope",
     "StoredRow",
+    "TurnState",
     "default_blob_dir",
+    "request_record",
 ]
 
 
 def default_blob_dir(url: str | URL | None) -> Path:
     """Where uploads go when no folder is given: ``<name>-files`` beside a SQLite file,
     otherwise ``handrail-files`` in the working folder."""
-    parsed = async_url(url)
+    parsed = driver_url(url)
     database = parsed.database
     if parsed.get_backend_name() == "sqlite" and database and database != ":memory:":
         path = Path(database)
         return path.with_name(f"{path.stem}-files")
     return Path("handrail-files")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnState:
+    """What a new turn on a history starts from, read as of one moment."""
+
+    history: History
+    rows: list[StoredRow]
+    confirmations: list[ConfirmationRecord]
+
+
+def _load_turn(connection: Connection, history_id: str) -> TurnState | None:
+    loaded = load_history(connection, history_id)
+    if loaded is None:
+        return None
+    history, rows = loaded
+    return TurnState(
+        history=history, rows=rows, confirmations=confirmations_of(connection, history_id)
+    )
 
 
 class Store:
@@ -134,6 +159,11 @@ class Store:
             await db.close()
             raise
         return cls(db, blobs)
+
+    async def load_turn(self, history_id: str) -> TurnState | None:
+        """The history, its rows and its confirmations in one read, or None when it does not
+        exist or was deleted."""
+        return await self.db.snapshot(_load_turn, history_id)
 
     async def close(self) -> None:
         await self.db.close()

@@ -28,13 +28,12 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from sqlalchemy import ColumnElement, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import ColumnElement, Connection, insert, select, update
 from sqlalchemy.sql.dml import Update
 
 from handrail._util import iso, new_id, utc_now
 from handrail.errors import Conflict, NotFound
-from handrail.store.db import Database
+from handrail.store.db import Database, all_rows, first_row
 from handrail.store.records import ConfirmationRecord, ConfirmationState
 from handrail.store.tables import confirmations
 
@@ -43,6 +42,8 @@ __all__ = [
     "ConfirmationConflict",
     "ConfirmationRepo",
     "confirmation_not_found",
+    "confirmation_of",
+    "confirmations_of",
 ]
 
 C = confirmations.c
@@ -136,23 +137,18 @@ class ConfirmationRepo:
             "created": now,
             "updated": now,
         }
-        async with self._db.write() as connection:
-            row = (
-                await connection.execute(
-                    insert(confirmations).values(values).returning(*confirmations.c)
-                )
-            ).one()
+        row = await self._db.write(
+            first_row, insert(confirmations).values(values).returning(*confirmations.c)
+        )
+        assert row is not None  # an INSERT ... RETURNING gives its row
         return _record(row._mapping)
 
     async def get(self, confirmation_id: str) -> ConfirmationRecord | None:
-        async with self._db.read() as connection:
-            return await _get(connection, confirmation_id)
+        return await self._db.read(confirmation_of, confirmation_id)
 
     async def for_history(self, history_id: str) -> builtins.list[ConfirmationRecord]:
         """The history's confirmations, oldest first."""
-        query = select(confirmations).where(C.history_id == history_id).order_by(C.created, C.id)
-        async with self._db.read() as connection:
-            return [_record(row._mapping) for row in await connection.execute(query)]
+        return await self._db.read(confirmations_of, history_id)
 
     async def consume(
         self,
@@ -267,8 +263,7 @@ class ConfirmationRepo:
         if history_id is not None:
             query = query.where(C.history_id == history_id)
         query = query.order_by(C.lease_until, C.id)
-        async with self._db.read() as connection:
-            return [_record(row._mapping) for row in await connection.execute(query)]
+        return [_record(row._mapping) for row in await self._db.read(all_rows, query)]
 
     async def reconcile(
         self, confirmation_id: str, now: dt.datetime | None = None
@@ -312,14 +307,10 @@ class ConfirmationRepo:
         """Run the compare-and-set `statement` (an ``UPDATE ... RETURNING``): ``(True, the
         changed record)``, or ``(False, the confirmation as it is)`` when it matched nothing.
         `NotFound` when there is no such confirmation."""
-        async with self._db.write() as connection:
-            row = (await connection.execute(statement)).first()
-            if row is not None:
-                return True, _record(row._mapping)
-            current = await _get(connection, confirmation_id)
+        changed, current = await self._db.write(_change, confirmation_id, statement)
         if current is None:
             raise confirmation_not_found(confirmation_id)
-        return False, current
+        return changed, current
 
 
 def _not_pending(current: ConfirmationRecord) -> ConfirmationConflict:
@@ -360,9 +351,25 @@ def _stored_preview(preview: Mapping[str, Any]) -> list[list[Any]]:
     return [[str(name), value] for name, value in preview.items()]
 
 
-async def _get(connection: AsyncConnection, confirmation_id: str) -> ConfirmationRecord | None:
-    row = (await connection.execute(select(confirmations).where(C.id == confirmation_id))).first()
+def confirmation_of(connection: Connection, confirmation_id: str) -> ConfirmationRecord | None:
+    """The confirmation, or None."""
+    row = connection.execute(select(confirmations).where(C.id == confirmation_id)).first()
     return None if row is None else _record(row._mapping)
+
+
+def confirmations_of(connection: Connection, history_id: str) -> list[ConfirmationRecord]:
+    """The history's confirmations, oldest first."""
+    query = select(confirmations).where(C.history_id == history_id).order_by(C.created, C.id)
+    return [_record(row._mapping) for row in connection.execute(query)]
+
+
+def _change(
+    connection: Connection, confirmation_id: str, statement: Update
+) -> tuple[bool, ConfirmationRecord | None]:
+    row = connection.execute(statement).first()
+    if row is not None:
+        return True, _record(row._mapping)
+    return False, confirmation_of(connection, confirmation_id)
 
 
 def _record(row: Mapping[Any, Any]) -> ConfirmationRecord:

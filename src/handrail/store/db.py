@@ -1,9 +1,18 @@
-"""The database: one `AsyncEngine` from a URL, its connection settings, and migrations.
+"""The database: an engine from a URL, its connection settings, transactions and migrations.
 
-SQLite (a file, in WAL mode) is the default; PostgreSQL (through asyncpg) is the same code with
-another URL. Plain URLs are accepted and moved to the async drivers: ``sqlite:///x.db`` becomes
-``sqlite+aiosqlite:///x.db`` and ``postgresql://...`` (or ``postgres://...``) becomes
-``postgresql+asyncpg://...``.
+SQLite (a file, in WAL mode) is the default; PostgreSQL is the same code with another URL.
+Plain URLs are accepted and given the driver handrail uses: ``sqlite:///x.db`` runs on the
+standard library's ``sqlite3`` and ``postgresql://...`` (or ``postgres://...``) on asyncpg.
+
+Every store operation is one plain function of a SQLAlchemy `Connection`, run in a transaction
+by `Database.read`, `Database.snapshot` or `Database.write`, so each backend runs it the way it
+runs fastest without blocking the event loop:
+
+- SQLite: the whole transaction runs in one hop to a worker thread of the database's own pool
+  (``sqlite3`` blocks, on the disk's fsync above all), so a transaction of several statements
+  costs one thread round trip, not one per statement.
+- PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
+  (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
 Every SQLite connection gets ``journal_mode=WAL``, ``foreign_keys=ON``, a 30 second
 ``busy_timeout`` and the chosen ``synchronous`` level. Transactions that write start with
@@ -16,24 +25,36 @@ transaction-scoped advisory lock, so one migrates and the others then find nothi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, event, text
+from sqlalchemy import Connection, Engine, Row, create_engine, event, pool, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.sql.base import Executable
 
 from handrail.errors import ConfigError
 
-__all__ = ["DEFAULT_URL", "Database", "alembic_config", "async_url"]
+__all__ = [
+    "DEFAULT_URL",
+    "Database",
+    "Work",
+    "alembic_config",
+    "all_rows",
+    "driver_url",
+    "first_row",
+    "row_count",
+]
 
 #: The embedded default: a SQLite file in the working folder.
-DEFAULT_URL: Final = "sqlite+aiosqlite:///handrail.db"
+DEFAULT_URL: Final = "sqlite:///handrail.db"
 
 #: Where the Alembic environment and revisions live (shipped as package data).
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parent / "migrations"
@@ -46,14 +67,24 @@ SYNCHRONOUS_LEVELS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 #: SQLite waits this long for another writer's lock before giving up.
 BUSY_TIMEOUT_S: Final = 30
 
+#: How many SQLite transactions run at once (each on its own thread and connection). WAL lets
+#: readers go on beside the one writer; writers queue on the database's lock.
+SQLITE_THREADS: Final = 4
+
 _WRITE_OPTION: Final = "handrail_write"
 
 Backend = Literal["sqlite", "postgresql"]
 
+P = ParamSpec("P")
+T = TypeVar("T")
 
-def async_url(url: str | URL | None) -> URL:
-    """`url` with its async driver: ``sqlite+aiosqlite`` or ``postgresql+asyncpg``. None gives
-    `DEFAULT_URL`. Any other database raises `ConfigError`."""
+#: A store operation: a function of a connection (inside a transaction) and its arguments.
+Work = Callable[Concatenate[Connection, P], T]
+
+
+def driver_url(url: str | URL | None) -> URL:
+    """`url` with the driver handrail uses: ``sqlite+pysqlite`` or ``postgresql+asyncpg``.
+    None gives `DEFAULT_URL`. Any other database raises `ConfigError`."""
     if url is None:
         url = DEFAULT_URL
     try:
@@ -62,7 +93,7 @@ def async_url(url: str | URL | None) -> URL:
         raise ConfigError(f"The database URL is not valid: {exc}") from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        return parsed.set(drivername="sqlite+aiosqlite")
+        return parsed.set(drivername="sqlite+pysqlite")
     if backend in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+asyncpg")
         query = dict(parsed.query)
@@ -88,15 +119,41 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def _upgrade_to_head(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
     command.upgrade(alembic_config(connection), "head")
 
 
-class Database:
-    """An async engine with handrail's connection settings.
+# --- one-statement operations, for `Database.read` and `Database.write` -----------------------
 
-    `read()` and `write()` open a transaction; `write()` takes SQLite's write lock at once.
-    Close it with `close()` (or ``async with``).
-    """
+
+def first_row(connection: Connection, statement: Executable) -> Row[Any] | None:
+    """The first row `statement` gives, or None."""
+    return connection.execute(statement).first()
+
+
+def all_rows(connection: Connection, statement: Executable) -> list[Row[Any]]:
+    """Every row `statement` gives."""
+    return list(connection.execute(statement).all())
+
+
+def row_count(connection: Connection, statement: Executable) -> int:
+    """How many rows `statement` changed."""
+    return connection.execute(statement).rowcount
+
+
+def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
+    return functools.partial(work, **kwargs) if kwargs else work
+
+
+def _in_transaction(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+    with engine.begin() as connection:
+        return work(connection, *args)
+
+
+class Database:
+    """An engine with handrail's connection settings, running store operations in
+    transactions. Close it with `close()` (or ``async with``)."""
 
     def __init__(
         self,
@@ -105,7 +162,7 @@ class Database:
         synchronous: str = "NORMAL",
         echo: bool = False,
     ) -> None:
-        self.url = async_url(url)
+        self.url = driver_url(url)
         level = synchronous.upper()
         if level not in SYNCHRONOUS_LEVELS:
             raise ConfigError(
@@ -115,18 +172,15 @@ class Database:
         self.backend: Backend = (
             "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
         )
-        connect_args: dict[str, Any] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self.engine: Engine | AsyncEngine
         if self.backend == "sqlite":
-            connect_args["timeout"] = BUSY_TIMEOUT_S
-            database = self.url.database
-            if database and database != ":memory:" and not database.startswith("file:"):
-                # A new SQLite file's folder is made for it, as the file itself would be.
-                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.engine: AsyncEngine = create_async_engine(
-            self.url, connect_args=connect_args, echo=echo
-        )
-        if self.backend == "sqlite":
-            self._install_sqlite_hooks()
+            self.engine = self._sqlite_engine(echo)
+            self._executor = ThreadPoolExecutor(
+                max_workers=SQLITE_THREADS, thread_name_prefix="handrail-sqlite"
+            )
+        else:
+            self.engine = create_async_engine(self.url, echo=echo)
         self._writer = self.engine.execution_options(**{_WRITE_OPTION: True})
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
@@ -134,7 +188,26 @@ class Database:
             else self.engine
         )
 
-    def _install_sqlite_hooks(self) -> None:
+    def _sqlite_engine(self, echo: bool) -> Engine:
+        database = self.url.database
+        memory = not database or database == ":memory:"
+        if not memory and database and not database.startswith("file:"):
+            # A new SQLite file's folder is made for it, as the file itself would be.
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        connect_args = {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+        engine = (
+            # One shared connection, or each thread would get its own empty database.
+            create_engine(self.url, connect_args=connect_args, poolclass=pool.StaticPool, echo=echo)
+            if memory
+            else create_engine(
+                self.url,
+                connect_args=connect_args,
+                poolclass=pool.QueuePool,
+                pool_size=SQLITE_THREADS,
+                max_overflow=0,
+                echo=echo,
+            )
+        )
         pragmas = (
             f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}",  # first: the others may wait
             "PRAGMA journal_mode=WAL",
@@ -142,7 +215,7 @@ class Database:
             f"PRAGMA synchronous={self.synchronous}",
         )
 
-        @event.listens_for(self.engine.sync_engine, "connect")
+        @event.listens_for(engine, "connect")
         def on_connect(dbapi_connection: Any, _record: Any) -> None:
             # The driver's own BEGIN is turned off; `on_begin` emits ours.
             dbapi_connection.isolation_level = None
@@ -153,42 +226,52 @@ class Database:
             finally:
                 cursor.close()
 
-        @event.listens_for(self.engine.sync_engine, "begin")
+        @event.listens_for(engine, "begin")
         def on_begin(connection: Connection) -> None:
             writes = connection.get_execution_options().get(_WRITE_OPTION, False)
             connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        """A read transaction."""
-        async with self.engine.begin() as connection:
-            yield connection
+        return engine
 
-    @asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[AsyncConnection]:
-        """A read transaction whose statements all see the same committed state."""
-        async with self._snapshot.begin() as connection:
-            yield connection
+    async def _run(
+        self, engine: Engine | AsyncEngine, work: Callable[..., T], args: tuple[Any, ...]
+    ) -> T:
+        if isinstance(engine, AsyncEngine):
+            async with engine.begin() as connection:
+                return await connection.run_sync(work, *args)
+        if self._executor is None:
+            raise RuntimeError("The database is closed.")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, _in_transaction, engine, work, args)
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction: committed when the block ends, rolled back if it raises. On
-        SQLite it holds the database's write lock from its first statement."""
-        async with self._writer.begin() as connection:
-            yield connection
+    async def read(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``work(connection, *args)`` in a read transaction; its result."""
+        return await self._run(self.engine, _bound(work, kwargs), args)
+
+    async def snapshot(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``work(connection, *args)`` in a read transaction whose statements all see the same
+        committed state."""
+        return await self._run(self._snapshot, _bound(work, kwargs), args)
+
+    async def write(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``work(connection, *args)`` in a write transaction: committed when it returns,
+        rolled back if it raises. On SQLite it holds the database's write lock from its first
+        statement."""
+        return await self._run(self._writer, _bound(work, kwargs), args)
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision. A no-op when it is there already."""
-        async with self.write() as connection:
-            if self.backend == "postgresql":
-                await connection.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
-                )
-            await connection.run_sync(_upgrade_to_head)
+        await self.write(_upgrade_to_head)
 
     async def close(self) -> None:
-        """Close every pooled connection."""
-        await self.engine.dispose()
+        """Close every pooled connection (and, on SQLite, the worker threads)."""
+        if isinstance(self.engine, AsyncEngine):
+            await self.engine.dispose()
+            return
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            await asyncio.get_running_loop().run_in_executor(None, executor.shutdown)
+        self.engine.dispose()
 
     async def __aenter__(self) -> Database:
         return self

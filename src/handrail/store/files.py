@@ -11,7 +11,7 @@ from sqlalchemy import insert, select, update
 from handrail._util import new_id, utc_now
 from handrail.errors import NotFound
 from handrail.store.blobs import BlobMissing, BlobStore
-from handrail.store.db import Database
+from handrail.store.db import Database, first_row, row_count
 from handrail.store.records import FileRecord
 from handrail.store.tables import files
 
@@ -42,8 +42,7 @@ class FileRepo:
         }
         await self._blobs.put(file_id, bytes(data))
         try:
-            async with self._db.write() as connection:
-                await connection.execute(insert(files).values(values))
+            await self._db.write(row_count, insert(files).values(values))
         except BaseException:
             with contextlib.suppress(Exception):
                 await self._blobs.delete(file_id)
@@ -55,8 +54,7 @@ class FileRepo:
         query = select(files).where(F.id == file_id)
         if not include_deleted:
             query = query.where(F.deleted_at.is_(None))
-        async with self._db.read() as connection:
-            row = (await connection.execute(query)).first()
+        row = await self._db.read(first_row, query)
         return None if row is None else _record(row._mapping)
 
     async def read(self, record: FileRecord) -> bytes:
@@ -69,17 +67,16 @@ class FileRepo:
     async def delete(self, file_id: str) -> None:
         """Mark the file deleted and remove its bytes. `NotFound` when there is no such file
         (or it was deleted already)."""
-        async with self._db.write() as connection:
-            result = await connection.execute(
-                update(files)
-                .where(F.id == file_id, F.deleted_at.is_(None))
-                .values(deleted_at=utc_now())
-                .returning(F.blob_key)
-            )
-            blob_key = result.scalar_one_or_none()
-            if blob_key is None:
-                raise NotFound("File not found", f"No file {file_id}.")
-        await self._blobs.delete(blob_key)
+        row = await self._db.write(
+            first_row,
+            update(files)
+            .where(F.id == file_id, F.deleted_at.is_(None))
+            .values(deleted_at=utc_now())
+            .returning(F.blob_key),
+        )
+        if row is None:
+            raise NotFound("File not found", f"No file {file_id}.")
+        await self._blobs.delete(row.blob_key)
 
 
 def _record(row: Mapping[Any, Any]) -> FileRecord:

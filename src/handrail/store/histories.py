@@ -13,21 +13,44 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, get_args
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from handrail._util import new_id, utc_now
 from handrail.errors import Conflict, NotFound
 from handrail.store.db import Database
-from handrail.store.records import UNSET, AskStatus, History, HistoryChange, StoredRow
+from handrail.store.records import (
+    UNSET,
+    AskStatus,
+    History,
+    HistoryChange,
+    RequestRecord,
+    StoredRow,
+)
+from handrail.store.requests import insert_request
 from handrail.store.tables import histories, history_rows
 
-__all__ = ["HistoryConflict", "HistoryRepo", "history_not_found"]
+__all__ = [
+    "HistoryConflict",
+    "HistoryRepo",
+    "get_history",
+    "history_not_found",
+    "history_rows_of",
+    "load_history",
+]
 
 ASK_STATUSES: Final[tuple[str, ...]] = get_args(AskStatus)
 
 H = histories.c
 R = history_rows.c
+
+# The statements of every turn, built once.
+_GET = select(histories).where(H.id == bindparam("history_id"), H.deleted_at.is_(None))
+_ROWS = (
+    select(R.seq, R.data, R.ask_status, R.created)
+    .join(histories, H.id == R.history_id)
+    .where(R.history_id == bindparam("history_id"), H.deleted_at.is_(None))
+    .order_by(R.seq)
+)
 
 
 class HistoryConflict(Conflict):
@@ -71,57 +94,37 @@ class HistoryRepo:
             "updated": now,
             "deleted_at": None,
         }
-        async with self._db.write() as connection:
-            await connection.execute(insert(histories).values(values))
+        await self._db.write(_insert_history, values)
         return _history_from(values)
 
     async def get(self, history_id: str) -> History | None:
-        async with self._db.read() as connection:
-            return await _get(connection, history_id)
+        return await self._db.read(get_history, history_id)
 
     async def list(self, owner_id: str) -> builtins.list[History]:
         """The owner's histories, newest (by ``created``) first."""
-        query = (
-            select(histories)
-            .where(H.owner_id == owner_id, H.deleted_at.is_(None))
-            .order_by(H.created.desc(), H.id.desc())
-        )
-        async with self._db.read() as connection:
-            result = await connection.execute(query)
-            return [_history_from(row._mapping) for row in result]
+        return await self._db.read(_list, owner_id, pending=False)
 
     async def pending(self, owner_id: str) -> builtins.list[History]:
         """The owner's histories that wait on an ask, newest ask first."""
-        query = (
-            select(histories)
-            .where(
-                H.owner_id == owner_id,
-                H.deleted_at.is_(None),
-                H.pending_created.is_not(None),
-            )
-            .order_by(H.pending_created.desc(), H.id.desc())
-        )
-        async with self._db.read() as connection:
-            result = await connection.execute(query)
-            return [_history_from(row._mapping) for row in result]
+        return await self._db.read(_list, owner_id, pending=True)
 
     async def rows(self, history_id: str) -> builtins.list[StoredRow]:
         """The history's rows in order, with each ask's current status in ``data.ask.status``.
         Empty for a deleted or unknown history."""
-        async with self._db.read() as connection:
-            return await _rows(connection, history_id)
+        return await self._db.read(history_rows_of, history_id)
 
     async def load(self, history_id: str) -> tuple[History, builtins.list[StoredRow]] | None:
         """The history and its rows as of one moment (what `apply`'s ``expected_version``
         should come from), or None when it does not exist or was deleted."""
-        async with self._db.snapshot() as connection:
-            history = await _get(connection, history_id)
-            if history is None:
-                return None
-            return history, await _rows(connection, history_id)
+        return await self._db.snapshot(load_history, history_id)
 
     async def apply(
-        self, history_id: str, change: HistoryChange, *, expected_version: int
+        self,
+        history_id: str,
+        change: HistoryChange,
+        *,
+        expected_version: int,
+        log: RequestRecord | None = None,
     ) -> History:
         """Apply `change` if the history is still at `expected_version`, all or nothing, and
         return the history at its new version.
@@ -129,7 +132,8 @@ class HistoryRepo:
         In order, in one transaction: bump the version (and write ``pending_ask`` and
         ``title`` unless `UNSET`), remove the ``tool-result`` rows of ``remove_results``,
         append the new rows, then set ``ask_status`` (so it may name a row appended by the
-        same change).
+        same change). With `log`, the turn's request log entry is written in the same
+        transaction.
 
         Raises `HistoryConflict` when the version moved on, `NotFound` when the history does
         not exist or was deleted, and `ValueError` (writing nothing) for a row without a
@@ -137,104 +141,52 @@ class HistoryRepo:
         """
         appended = [_row_columns(data) for data in change.append]
         statuses = _checked_statuses(change.ask_status)
-        now = utc_now()
-        values: dict[str, Any] = {
-            "version": H.version + 1,
-            "updated": now,
-            "next_seq": H.next_seq + len(appended),
-        }
-        if change.pending_ask is not UNSET:
-            values["pending_ask"] = change.pending_ask
-            values["pending_created"] = (
-                None if change.pending_ask is None else _ask_created(change.pending_ask, now)
-            )
-        if change.title is not UNSET:
-            values["title"] = change.title
-
-        async with self._db.write() as connection:
-            result = await connection.execute(
-                update(histories)
-                .where(
-                    H.id == history_id,
-                    H.version == expected_version,
-                    H.deleted_at.is_(None),
-                )
-                .values(values)
-                .returning(*histories.c)
-            )
-            row = result.first()
-            if row is None:
-                raise await _why_not_updated(connection, history_id, expected_version)
-            await _remove_results(connection, history_id, change.remove_results)
-            if appended:
-                first_seq = row.next_seq - len(appended)
-                await connection.execute(
-                    insert(history_rows),
-                    [
-                        {"history_id": history_id, "seq": first_seq + i, "created": now, **cols}
-                        for i, cols in enumerate(appended)
-                    ],
-                )
-            for tool_call_id, status in statuses.items():
-                updated = await connection.execute(
-                    update(history_rows)
-                    .where(
-                        R.history_id == history_id,
-                        R.tool_call_id == tool_call_id,
-                        R.ask_status.is_not(None),
-                    )
-                    .values(ask_status=status)
-                )
-                if updated.rowcount == 0:
-                    raise ValueError(
-                        f"ask_status names {tool_call_id!r}, which is not an ask in history "
-                        f"{history_id}."
-                    )
-            return _history_from(row._mapping)
+        return await self._db.write(
+            _apply, history_id, change, expected_version, appended, statuses, log
+        )
 
     async def update_title(self, history_id: str, title: str | None) -> History:
         """Set the title without a compare-and-set; the version still grows."""
-        return await self._touch(history_id, {"title": title})
+        return await self._db.write(_touch, history_id, {"title": title})
 
     async def delete(self, history_id: str) -> None:
         """Soft-delete the history: it disappears from every read. Its rows stay in the
         database. The version still grows, so a change prepared before fails."""
-        await self._touch(history_id, {"deleted_at": utc_now()})
-
-    async def _touch(self, history_id: str, values: dict[str, Any]) -> History:
-        async with self._db.write() as connection:
-            result = await connection.execute(
-                update(histories)
-                .where(H.id == history_id, H.deleted_at.is_(None))
-                .values(version=H.version + 1, updated=utc_now(), **values)
-                .returning(*histories.c)
-            )
-            row = result.first()
-            if row is None:
-                raise history_not_found(history_id)
-            return _history_from(row._mapping)
+        await self._db.write(_touch, history_id, {"deleted_at": utc_now()})
 
 
 # --- reading ------------------------------------------------------------------------------------
 
 
-async def _get(connection: AsyncConnection, history_id: str) -> History | None:
-    result = await connection.execute(
-        select(histories).where(H.id == history_id, H.deleted_at.is_(None))
-    )
-    row = result.first()
+def get_history(connection: Connection, history_id: str) -> History | None:
+    """The history, or None when it does not exist or was deleted."""
+    row = connection.execute(_GET, {"history_id": history_id}).first()
     return None if row is None else _history_from(row._mapping)
 
 
-async def _rows(connection: AsyncConnection, history_id: str) -> list[StoredRow]:
-    query = (
-        select(R.seq, R.data, R.ask_status, R.created)
-        .join(histories, H.id == R.history_id)
-        .where(R.history_id == history_id, H.deleted_at.is_(None))
-        .order_by(R.seq)
-    )
-    result = await connection.execute(query)
+def history_rows_of(connection: Connection, history_id: str) -> list[StoredRow]:
+    """The history's rows in order (none for a deleted or unknown history)."""
+    result = connection.execute(_ROWS, {"history_id": history_id})
     return [_stored_row(row._mapping) for row in result]
+
+
+def load_history(connection: Connection, history_id: str) -> tuple[History, list[StoredRow]] | None:
+    """The history and its rows, or None when it does not exist or was deleted."""
+    history = get_history(connection, history_id)
+    if history is None:
+        return None
+    return history, history_rows_of(connection, history_id)
+
+
+def _list(connection: Connection, owner_id: str, *, pending: bool) -> list[History]:
+    query = select(histories).where(H.owner_id == owner_id, H.deleted_at.is_(None))
+    if pending:
+        query = query.where(H.pending_created.is_not(None)).order_by(
+            H.pending_created.desc(), H.id.desc()
+        )
+    else:
+        query = query.order_by(H.created.desc(), H.id.desc())
+    return [_history_from(row._mapping) for row in connection.execute(query)]
 
 
 def _history_from(row: Mapping[Any, Any]) -> History:
@@ -308,9 +260,82 @@ def _ask_created(pending_ask: Mapping[str, Any], default: dt.datetime) -> dt.dat
     return default
 
 
-async def _remove_results(
-    connection: AsyncConnection, history_id: str, tool_call_ids: Sequence[str]
-) -> None:
+def _insert_history(connection: Connection, values: dict[str, Any]) -> None:
+    connection.execute(insert(histories), values)
+
+
+def _apply(
+    connection: Connection,
+    history_id: str,
+    change: HistoryChange,
+    expected_version: int,
+    appended: list[dict[str, Any]],
+    statuses: dict[str, str],
+    log: RequestRecord | None,
+) -> History:
+    now = utc_now()
+    values: dict[str, Any] = {
+        "version": H.version + 1,
+        "updated": now,
+        "next_seq": H.next_seq + len(appended),
+    }
+    if change.pending_ask is not UNSET:
+        values["pending_ask"] = change.pending_ask
+        values["pending_created"] = (
+            None if change.pending_ask is None else _ask_created(change.pending_ask, now)
+        )
+    if change.title is not UNSET:
+        values["title"] = change.title
+    row = connection.execute(
+        update(histories)
+        .where(H.id == history_id, H.version == expected_version, H.deleted_at.is_(None))
+        .values(values)
+        .returning(*histories.c)
+    ).first()
+    if row is None:
+        raise _why_not_updated(connection, history_id, expected_version)
+    _remove_results(connection, history_id, change.remove_results)
+    if appended:
+        first_seq = row.next_seq - len(appended)
+        connection.execute(
+            insert(history_rows),
+            [
+                {"history_id": history_id, "seq": first_seq + i, "created": now, **cols}
+                for i, cols in enumerate(appended)
+            ],
+        )
+    for tool_call_id, status in statuses.items():
+        updated = connection.execute(
+            update(history_rows)
+            .where(
+                R.history_id == history_id,
+                R.tool_call_id == tool_call_id,
+                R.ask_status.is_not(None),
+            )
+            .values(ask_status=status)
+        )
+        if updated.rowcount == 0:
+            raise ValueError(
+                f"ask_status names {tool_call_id!r}, which is not an ask in history {history_id}."
+            )
+    if log is not None:
+        insert_request(connection, log)
+    return _history_from(row._mapping)
+
+
+def _touch(connection: Connection, history_id: str, values: dict[str, Any]) -> History:
+    row = connection.execute(
+        update(histories)
+        .where(H.id == history_id, H.deleted_at.is_(None))
+        .values(version=H.version + 1, updated=utc_now(), **values)
+        .returning(*histories.c)
+    ).first()
+    if row is None:
+        raise history_not_found(history_id)
+    return _history_from(row._mapping)
+
+
+def _remove_results(connection: Connection, history_id: str, tool_call_ids: Sequence[str]) -> None:
     if not tool_call_ids:
         return
     wanted = set(tool_call_ids)
@@ -319,22 +344,20 @@ async def _remove_results(
         R.type == "tool-result",
         R.tool_call_id.in_(wanted),
     )
-    found = set((await connection.execute(select(R.tool_call_id).where(*where))).scalars())
+    found = set(connection.execute(select(R.tool_call_id).where(*where)).scalars())
     missing = wanted - found
     if missing:
         raise ValueError(
             f"remove_results names {', '.join(sorted(missing))}, which has no tool-result row "
             f"in history {history_id}."
         )
-    await connection.execute(delete(history_rows).where(*where))
+    connection.execute(delete(history_rows).where(*where))
 
 
-async def _why_not_updated(
-    connection: AsyncConnection, history_id: str, expected_version: int
+def _why_not_updated(
+    connection: Connection, history_id: str, expected_version: int
 ) -> NotFound | HistoryConflict:
-    result = await connection.execute(
-        select(H.version).where(H.id == history_id, H.deleted_at.is_(None))
-    )
+    result = connection.execute(select(H.version).where(H.id == history_id, H.deleted_at.is_(None)))
     current = result.scalar_one_or_none()
     if current is None:
         return history_not_found(history_id)

@@ -13,14 +13,13 @@ import builtins
 from collections.abc import Mapping
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select, text
+from sqlalchemy import ColumnElement, Connection, and_, delete, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import Insert
 
 from handrail._util import new_id, utc_now
 from handrail.errors import Conflict
-from handrail.store.db import Backend, Database
+from handrail.store.db import Backend, Database, all_rows, first_row, row_count
 from handrail.store.records import (
     PERMISSION_LEVELS,
     STORED_GRANT_SCOPES,
@@ -58,8 +57,7 @@ class PermissionRepo:
 
     async def get(self, user_id: str, connection_id: str) -> PermissionRecord | None:
         query = select(permissions).where(P.user_id == user_id, P.connection_id == connection_id)
-        async with self._db.read() as connection:
-            row = (await connection.execute(query)).first()
+        row = await self._db.read(first_row, query)
         return None if row is None else _permission(row._mapping)
 
     async def set(
@@ -93,24 +91,20 @@ class PermissionRepo:
                 index_elements=[P.user_id, P.connection_id],
                 set_={"level": lite_insert.excluded.level, "updated": lite_insert.excluded.updated},
             )
-        async with self._db.write() as connection:
-            await connection.execute(statement)
+        await self._db.write(row_count, statement)
         return record
 
     async def list(self, user_id: str) -> builtins.list[PermissionRecord]:
         """The user's saved levels, by connection id."""
         query = select(permissions).where(P.user_id == user_id).order_by(P.connection_id)
-        async with self._db.read() as connection:
-            result = await connection.execute(query)
-            return [_permission(row._mapping) for row in result]
+        return [_permission(row._mapping) for row in await self._db.read(all_rows, query)]
 
     async def clear(self, user_id: str, connection_id: str) -> bool:
         """Forget the saved level (the next call asks again). True if there was one."""
-        async with self._db.write() as connection:
-            result = await connection.execute(
-                delete(permissions).where(P.user_id == user_id, P.connection_id == connection_id)
-            )
-            return result.rowcount > 0
+        statement = delete(permissions).where(
+            P.user_id == user_id, P.connection_id == connection_id
+        )
+        return await self._db.write(row_count, statement) > 0
 
 
 class GrantRepo:
@@ -148,13 +142,9 @@ class GrantRepo:
             key.append(G.history_id)
         statement = _insert_or_skip(self._db.backend, values, key, _SCOPE_PREDICATE[stored])
         for _ in range(_ADD_ATTEMPTS):
-            async with self._db.write() as connection:
-                row = (await connection.execute(statement)).first()
-                if row is not None:
-                    return _grant(row._mapping)
-                existing = await _find_exact(connection, values)
-                if existing is not None:
-                    return existing
+            found = await self._db.write(_insert_or_find, statement, values)
+            if found is not None:
+                return found
             # The grant that blocked the insert was revoked in between: try again.
         raise Conflict(
             "Grant changed", f"The {stored} grant for {tool_name!r} kept changing; try again."
@@ -175,31 +165,24 @@ class GrantRepo:
             G.tool_name == tool_name,
             scope,
         )
-        async with self._db.read() as connection:
-            found = [_grant(row._mapping) for row in await connection.execute(query)]
+        found = [_grant(row._mapping) for row in await self._db.read(all_rows, query)]
         found.sort(key=lambda grant: grant.scope != "always")
         return found[0] if found else None
 
     async def list(self, user_id: str) -> builtins.list[Grant]:
         """The user's grants, newest first."""
         query = select(grants).where(G.user_id == user_id).order_by(G.created.desc(), G.id.desc())
-        async with self._db.read() as connection:
-            result = await connection.execute(query)
-            return [_grant(row._mapping) for row in result]
+        return [_grant(row._mapping) for row in await self._db.read(all_rows, query)]
 
     async def get(self, grant_id: str) -> Grant | None:
-        async with self._db.read() as connection:
-            row = (await connection.execute(select(grants).where(G.id == grant_id))).first()
+        row = await self._db.read(first_row, select(grants).where(G.id == grant_id))
         return None if row is None else _grant(row._mapping)
 
     async def delete(self, grant_id: str, *, user_id: str) -> bool:
         """Revoke the grant if `user_id` owns it. False when there is no such grant or it
         belongs to someone else (who keeps it)."""
-        async with self._db.write() as connection:
-            result = await connection.execute(
-                delete(grants).where(G.id == grant_id, G.user_id == user_id)
-            )
-            return result.rowcount > 0
+        statement = delete(grants).where(G.id == grant_id, G.user_id == user_id)
+        return await self._db.write(row_count, statement) > 0
 
 
 def _checked_scope(scope: object, history_id: str | None) -> StoredGrantScope:
@@ -238,7 +221,18 @@ def _insert_or_skip(
     )
 
 
-async def _find_exact(connection: AsyncConnection, values: Mapping[str, Any]) -> Grant | None:
+def _insert_or_find(
+    connection: Connection, statement: Insert, values: Mapping[str, Any]
+) -> Grant | None:
+    """The inserted grant, else the same grant stored before, else None (it was revoked
+    between the two statements)."""
+    row = connection.execute(statement).first()
+    if row is not None:
+        return _grant(row._mapping)
+    return _find_exact(connection, values)
+
+
+def _find_exact(connection: Connection, values: Mapping[str, Any]) -> Grant | None:
     history_id = values["history_id"]
     query = select(grants).where(
         G.user_id == values["user_id"],
@@ -247,7 +241,7 @@ async def _find_exact(connection: AsyncConnection, values: Mapping[str, Any]) ->
         G.scope == values["scope"],
         G.history_id.is_(None) if history_id is None else G.history_id == history_id,
     )
-    row = (await connection.execute(query)).first()
+    row = connection.execute(query).first()
     return None if row is None else _grant(row._mapping)
 
 

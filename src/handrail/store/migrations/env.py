@@ -13,7 +13,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-from handrail.store.db import Database, async_url
+from handrail.store.db import Database, driver_url
 from handrail.store.tables import metadata
 
 
@@ -37,8 +37,7 @@ def configured_url() -> str | None:
 async def run_on_url(url: str | None) -> None:
     database = Database(url)
     try:
-        async with database.write() as connection:
-            await connection.run_sync(run_migrations)
+        await database.write(run_migrations)
     finally:
         await database.close()
 
@@ -49,7 +48,7 @@ def main() -> None:
         run_migrations(connection)
     elif context.is_offline_mode():
         context.configure(
-            url=async_url(configured_url()),
+            url=driver_url(configured_url()),
             target_metadata=metadata,
             literal_binds=True,
             dialect_opts={"paramstyle": "named"},
