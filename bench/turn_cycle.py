@@ -543,34 +543,42 @@ def store_call_times(inproc: InProcess, cycles: int) -> tuple[float, dict[str, l
     return elapsed / cycles, times
 
 
-def count_sql(inproc: InProcess, lg: LangGraphCycle) -> dict[str, int]:
+def count_sql(folder: Path, lg: LangGraphCycle) -> dict[str, int]:
     """SQL statements, transactions (each one hop to a store thread) and write transactions of
-    one cycle of each (LangGraph's through sqlite3's trace callback, on the caller's thread)."""
+    one cycle of each, as SQLite itself runs them (``sqlite3``'s trace callback on every
+    connection: handrail's store runs some statements on the driver's cursor directly)."""
     from sqlalchemy import Engine, event
 
-    counts = {"statements": 0, "writes": 0, "hops": 0}
-
-    def on_execute(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        counts["statements"] += 1
-        counts["writes"] += statement.startswith("BEGIN IMMEDIATE")
-        counts["hops"] += statement.startswith("BEGIN")
-
-    engine = inproc.store.db.engine
-    assert isinstance(engine, Engine)
-    event.listen(engine, "before_cursor_execute", on_execute)
-    try:
-        inproc.check()
-    finally:
-        event.remove(engine, "before_cursor_execute", on_execute)
-
     statements: list[str] = []
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(statements.append)
+
+    event.listen(Engine, "connect", on_connect)  # every engine made from now on
+    counter = InProcess(folder / "count.db")
+    try:
+        counter.check()  # the first cycle opens the connections
+        statements.clear()
+        counter.check()
+    finally:
+        counter.close()
+        event.remove(Engine, "connect", on_connect)
+    ours = [s.lstrip().upper() for s in statements]
+    counts = {
+        "statements": sum(not s.startswith(("BEGIN", "COMMIT", "ROLLBACK")) for s in ours),
+        "hops": sum(s.startswith("BEGIN") for s in ours),
+        "writes": sum(s.startswith("BEGIN IMMEDIATE") for s in ours),
+    }
+
+    statements.clear()
     lg.connection.set_trace_callback(statements.append)
     try:
         lg.check()
     finally:
         lg.connection.set_trace_callback(None)
-    counts["lg_statements"] = len(statements)
-    counts["lg_commits"] = sum(s.lstrip().upper().startswith("COMMIT") for s in statements)
+    theirs = [s.lstrip().upper() for s in statements]
+    counts["lg_statements"] = sum(not s.startswith(("BEGIN", "COMMIT", "ROLLBACK")) for s in theirs)
+    counts["lg_commits"] = sum(s.startswith("COMMIT") for s in theirs)
     return counts
 
 
@@ -796,7 +804,7 @@ def race(args: argparse.Namespace, folder: Path) -> int:
             f"   (in-process cycle / LangGraph = {ours.median_ns / base.median_ns:.2f})"
         )
 
-        counts = count_sql(inproc, lg)
+        counts = count_sql(folder, lg)
         units = probe_units(inproc, folder)
         cycle_ns, times = store_call_times(inproc, args.attribution_cycles)
         store_ns = sum(total for _, total in times.values()) / args.attribution_cycles
@@ -822,11 +830,12 @@ def race(args: argparse.Namespace, folder: Path) -> int:
         )
         fsync_ns = max(0.0, units["FULL"] - units["OFF"])
         print(
-            f"   SQL per cycle: handrail {counts['statements']} statements in "
+            "   SQL per cycle (BEGIN and COMMIT not counted): handrail "
+            f"{counts['statements']} statements in "
             f"{counts['hops']} transactions ({counts['writes']} writing), each one hop to a "
             f"store thread; LangGraph {counts['lg_statements']} statements, "
             f"{counts['lg_commits']} commits, no thread hops (sqlite3 on the caller's thread)\n"
-            f"   unit costs here: thread hop {fmt_time(units['hop'])}; empty read "
+            f"   unit costs here: a concurrent.futures thread hop {fmt_time(units['hop'])}; empty read "
             f"transaction through the store {fmt_time(units['read'])}; "
             f"sqlite3 write transaction FULL {fmt_time(units['FULL'])}, OFF "
             f"{fmt_time(units['OFF'])} (fsync ≈ {fmt_time(fsync_ns)})\n"

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Connection, inspect, text
 
 from handrail.errors import ConfigError
 from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
-from handrail.store.db import all_rows, driver_url
+from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
 from handrail.store.tables import metadata
 
 TABLES = {
@@ -59,19 +60,21 @@ def test_synchronous_level_is_checked(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("level", "value"), [("NORMAL", 1), ("full", 2)])
 async def test_sqlite_pragmas_on_every_connection(tmp_path: Path, level: str, value: int) -> None:
     async with Database(f"sqlite:///{tmp_path / 'x.db'}", synchronous=level) as db:
-        for _ in range(2):  # the pool's connection, then a fresh one
-            assert await db.read(_pragmas) == {
-                "journal_mode": "wal",
-                "foreign_keys": 1,
-                "busy_timeout": 30000,
-                "synchronous": value,
-            }
-            assert isinstance(db.engine, Engine)
-            db.engine.dispose()
+        # Reads at once run on every worker thread, each on its own connection.
+        seen = await asyncio.gather(*(db.read(_pragmas) for _ in range(4 * SQLITE_THREADS)))
+    assert len({connection_id for connection_id, _ in seen}) == SQLITE_THREADS
+    for _, pragmas in seen:
+        assert pragmas == {
+            "journal_mode": "wal",
+            "foreign_keys": 1,
+            "busy_timeout": 30000,
+            "synchronous": value,
+        }
 
 
-def _pragmas(connection: Connection) -> dict[str, object]:
-    return {
+def _pragmas(connection: Connection) -> tuple[int, dict[str, object]]:
+    time.sleep(0.02)  # long enough that the other reads start on the other threads
+    return id(connection.connection.driver_connection), {
         name: connection.execute(text(f"PRAGMA {name}")).scalar_one()
         for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
     }

@@ -28,12 +28,13 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from sqlalchemy import ColumnElement, Connection, insert, select, update
+from sqlalchemy import ColumnElement, Connection, bindparam, insert, select, update
 from sqlalchemy.sql.dml import Update
 
 from handrail._util import iso, new_id, utc_now
 from handrail.errors import Conflict, NotFound
 from handrail.store.db import Database, all_rows, first_row
+from handrail.store.prepared import Prepared
 from handrail.store.records import ConfirmationRecord, ConfirmationState
 from handrail.store.tables import confirmations
 
@@ -47,6 +48,9 @@ __all__ = [
 ]
 
 C = confirmations.c
+_OF_HISTORY = Prepared(
+    select(confirmations).where(C.history_id == bindparam("history_id")).order_by(C.created, C.id)
+)
 
 #: The problem code of a confirm that came too late, for a changed context, or twice.
 CONFIRMATION_STALE: Final = "CONFIRMATION_STALE"
@@ -359,8 +363,7 @@ def confirmation_of(connection: Connection, confirmation_id: str) -> Confirmatio
 
 def confirmations_of(connection: Connection, history_id: str) -> list[ConfirmationRecord]:
     """The history's confirmations, oldest first."""
-    query = select(confirmations).where(C.history_id == history_id).order_by(C.created, C.id)
-    return [_record(row._mapping) for row in connection.execute(query)]
+    return [_record(row) for row in _OF_HISTORY.all(connection, {"history_id": history_id})]
 
 
 def _change(

@@ -26,9 +26,13 @@ transaction-scoped advisory lock, so one migrates and the others then find nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import queue
+import sqlite3
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
@@ -142,13 +146,83 @@ def row_count(connection: Connection, statement: Executable) -> int:
     return connection.execute(statement).rowcount
 
 
+def _execute_waiting(cursor: sqlite3.Cursor, statement: str) -> None:
+    """Run `statement`, waiting (up to the busy timeout) while another connection holds a lock
+    it needs: turning a new file to WAL takes a lock SQLite's busy handler does not wait for,
+    so processes opening a new database at once would otherwise fail."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute(statement)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
     return functools.partial(work, **kwargs) if kwargs else work
 
 
-def _in_transaction(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
-    with engine.begin() as connection:
-        return work(connection, *args)
+_STOP: Final = object()
+
+
+class _Workers:
+    """A few threads that run blocking calls for an event loop: a call and its answer each
+    cross between the threads once (a queue put, then ``call_soon_threadsafe``), with none of
+    `concurrent.futures`' extra future and callbacks in between."""
+
+    def __init__(self, count: int, name: str) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True)
+            for i in range(count)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def run(self, function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """`function(*args)` on a worker; a future of the event loop for its result."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((loop, future, function, args))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            loop, future, function, args = item
+            try:
+                result = function(*args)
+            except BaseException as exc:  # handed to the awaiting task, never lost
+                error: BaseException | None = exc
+                result = None
+            else:
+                error = None
+            # A loop that closed while this ran has nobody waiting (RuntimeError).
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future, result, error)
+
+    def shutdown(self) -> None:
+        """Let the queued calls finish, then stop every thread."""
+        for _ in self._threads:
+            self._queue.put(_STOP)
+        for thread in self._threads:
+            thread.join()
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 class Database:
@@ -172,13 +246,17 @@ class Database:
         self.backend: Backend = (
             "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
         )
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: _Workers | None = None
+        # Each SQLite worker thread keeps its own connection (no pool checkout per transaction).
+        self._local = threading.local()
+        self._kept: list[Connection] = []
+        self._kept_lock = threading.Lock()
         self.engine: Engine | AsyncEngine
         if self.backend == "sqlite":
             self.engine = self._sqlite_engine(echo)
-            self._executor = ThreadPoolExecutor(
-                max_workers=SQLITE_THREADS, thread_name_prefix="handrail-sqlite"
-            )
+            memory = self.engine.pool.__class__ is pool.StaticPool
+            # One thread for an in-memory database: its one connection is shared.
+            self._executor = _Workers(1 if memory else SQLITE_THREADS, "handrail-sqlite")
         else:
             self.engine = create_async_engine(self.url, echo=echo)
         self._writer = self.engine.execution_options(**{_WRITE_OPTION: True})
@@ -222,7 +300,7 @@ class Database:
             cursor = dbapi_connection.cursor()
             try:
                 for pragma in pragmas:
-                    cursor.execute(pragma)
+                    _execute_waiting(cursor, pragma)
             finally:
                 cursor.close()
 
@@ -234,30 +312,46 @@ class Database:
         return engine
 
     async def _run(
-        self, engine: Engine | AsyncEngine, work: Callable[..., T], args: tuple[Any, ...]
+        self,
+        engine: Engine | AsyncEngine,
+        writes: bool,
+        work: Callable[..., T],
+        args: tuple[Any, ...],
     ) -> T:
         if isinstance(engine, AsyncEngine):
             async with engine.begin() as connection:
                 return await connection.run_sync(work, *args)
         if self._executor is None:
             raise RuntimeError("The database is closed.")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, _in_transaction, engine, work, args)
+        return await self._executor.run(self._in_transaction, writes, work, args)
+
+    def _in_transaction(self, writes: bool, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """On a SQLite worker thread: `work` in a transaction on the thread's own connection."""
+        connection: Connection | None = getattr(self._local, "connection", None)
+        if connection is None or connection.closed or connection.invalidated:
+            assert isinstance(self.engine, Engine)
+            connection = self.engine.connect()
+            self._local.connection = connection
+            with self._kept_lock:
+                self._kept.append(connection)
+        connection.execution_options(**{_WRITE_OPTION: writes})  # read by `on_begin`
+        with connection.begin():
+            return work(connection, *args)
 
     async def read(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``work(connection, *args)`` in a read transaction; its result."""
-        return await self._run(self.engine, _bound(work, kwargs), args)
+        return await self._run(self.engine, False, _bound(work, kwargs), args)
 
     async def snapshot(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``work(connection, *args)`` in a read transaction whose statements all see the same
         committed state."""
-        return await self._run(self._snapshot, _bound(work, kwargs), args)
+        return await self._run(self._snapshot, False, _bound(work, kwargs), args)
 
     async def write(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``work(connection, *args)`` in a write transaction: committed when it returns,
         rolled back if it raises. On SQLite it holds the database's write lock from its first
         statement."""
-        return await self._run(self._writer, _bound(work, kwargs), args)
+        return await self._run(self._writer, True, _bound(work, kwargs), args)
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision. A no-op when it is there already."""
@@ -271,6 +365,10 @@ class Database:
         executor, self._executor = self._executor, None
         if executor is not None:
             await asyncio.get_running_loop().run_in_executor(None, executor.shutdown)
+        with self._kept_lock:
+            kept, self._kept = self._kept, []
+        for connection in kept:
+            connection.close()
         self.engine.dispose()
 
     async def __aenter__(self) -> Database:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
+import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, get_args
+from typing import Any, Final, cast, get_args
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from handrail._util import new_id, utc_now
 from handrail.errors import Conflict, NotFound
 from handrail.store.db import Database
+from handrail.store.prepared import Prepared
 from handrail.store.records import (
     UNSET,
     AskStatus,
@@ -44,13 +46,14 @@ H = histories.c
 R = history_rows.c
 
 # The statements of every turn, built once.
-_GET = select(histories).where(H.id == bindparam("history_id"), H.deleted_at.is_(None))
-_ROWS = (
+_GET = Prepared(select(histories).where(H.id == bindparam("history_id"), H.deleted_at.is_(None)))
+_ROWS = Prepared(
     select(R.seq, R.data, R.ask_status, R.created)
     .join(histories, H.id == R.history_id)
     .where(R.history_id == bindparam("history_id"), H.deleted_at.is_(None))
     .order_by(R.seq)
 )
+_INSERT_HISTORY = Prepared(insert(histories))
 
 
 class HistoryConflict(Conflict):
@@ -160,14 +163,13 @@ class HistoryRepo:
 
 def get_history(connection: Connection, history_id: str) -> History | None:
     """The history, or None when it does not exist or was deleted."""
-    row = connection.execute(_GET, {"history_id": history_id}).first()
-    return None if row is None else _history_from(row._mapping)
+    row = _GET.first(connection, {"history_id": history_id})
+    return None if row is None else _history_from(row)
 
 
 def history_rows_of(connection: Connection, history_id: str) -> list[StoredRow]:
     """The history's rows in order (none for a deleted or unknown history)."""
-    result = connection.execute(_ROWS, {"history_id": history_id})
-    return [_stored_row(row._mapping) for row in result]
+    return [_stored_row(row) for row in _ROWS.all(connection, {"history_id": history_id})]
 
 
 def load_history(connection: Connection, history_id: str) -> tuple[History, list[StoredRow]] | None:
@@ -261,7 +263,51 @@ def _ask_created(pending_ask: Mapping[str, Any], default: dt.datetime) -> dt.dat
 
 
 def _insert_history(connection: Connection, values: dict[str, Any]) -> None:
-    connection.execute(insert(histories), values)
+    _INSERT_HISTORY.run(connection, values)
+
+
+@functools.cache
+def _compare_and_set(set_pending: bool, set_title: bool) -> Prepared:
+    """The version bump of `apply`, built once per shape. It returns only what the caller does
+    not know already: the new version is ``expected + 1`` and a value the change sets is that
+    value, so the stored ask is decoded again only when the change leaves it."""
+    values: dict[str, Any] = {
+        "version": H.version + 1,
+        "updated": bindparam("now", type_=H.updated.type),
+        "next_seq": H.next_seq + bindparam("added", type_=H.next_seq.type),
+    }
+    returning: list[Any] = [H.owner_id, H.agent, H.created, H.next_seq]
+    if set_pending:
+        values["pending_ask"] = bindparam("new_pending_ask", type_=H.pending_ask.type)
+        values["pending_created"] = bindparam("new_pending_created", type_=H.pending_created.type)
+    else:
+        returning.append(H.pending_ask)
+    if set_title:
+        values["title"] = bindparam("new_title", type_=H.title.type)
+    else:
+        returning.append(H.title)
+    return Prepared(
+        update(histories)
+        .where(
+            H.id == bindparam("cas_id"),
+            H.version == bindparam("expected"),
+            H.deleted_at.is_(None),
+        )
+        .values(values)
+        .returning(*returning)
+    )
+
+
+_SET_ASK_STATUS = Prepared(
+    update(history_rows)
+    .where(
+        R.history_id == bindparam("row_history_id"),
+        R.tool_call_id == bindparam("call_id"),
+        R.ask_status.is_not(None),
+    )
+    .values(ask_status=bindparam("new_status", type_=R.ask_status.type))
+)
+_INSERT_ROWS = Prepared(insert(history_rows))
 
 
 def _apply(
@@ -274,53 +320,54 @@ def _apply(
     log: RequestRecord | None,
 ) -> History:
     now = utc_now()
-    values: dict[str, Any] = {
-        "version": H.version + 1,
-        "updated": now,
-        "next_seq": H.next_seq + len(appended),
+    set_pending = change.pending_ask is not UNSET
+    set_title = change.title is not UNSET
+    params: dict[str, Any] = {
+        "cas_id": history_id,
+        "expected": expected_version,
+        "now": now,
+        "added": len(appended),
     }
-    if change.pending_ask is not UNSET:
-        values["pending_ask"] = change.pending_ask
-        values["pending_created"] = (
-            None if change.pending_ask is None else _ask_created(change.pending_ask, now)
-        )
-    if change.title is not UNSET:
-        values["title"] = change.title
-    row = connection.execute(
-        update(histories)
-        .where(H.id == history_id, H.version == expected_version, H.deleted_at.is_(None))
-        .values(values)
-        .returning(*histories.c)
-    ).first()
+    if set_pending:
+        pending = cast("dict[str, Any] | None", change.pending_ask)
+        params["new_pending_ask"] = pending
+        params["new_pending_created"] = None if pending is None else _ask_created(pending, now)
+    if set_title:
+        params["new_title"] = change.title
+    row = _compare_and_set(set_pending, set_title).first(connection, params)
     if row is None:
         raise _why_not_updated(connection, history_id, expected_version)
     _remove_results(connection, history_id, change.remove_results)
     if appended:
-        first_seq = row.next_seq - len(appended)
-        connection.execute(
-            insert(history_rows),
+        first_seq = row["next_seq"] - len(appended)
+        _INSERT_ROWS.run(
+            connection,
             [
                 {"history_id": history_id, "seq": first_seq + i, "created": now, **cols}
                 for i, cols in enumerate(appended)
             ],
         )
     for tool_call_id, status in statuses.items():
-        updated = connection.execute(
-            update(history_rows)
-            .where(
-                R.history_id == history_id,
-                R.tool_call_id == tool_call_id,
-                R.ask_status.is_not(None),
-            )
-            .values(ask_status=status)
+        updated = _SET_ASK_STATUS.run(
+            connection,
+            {"row_history_id": history_id, "call_id": tool_call_id, "new_status": status},
         )
-        if updated.rowcount == 0:
+        if updated == 0:
             raise ValueError(
                 f"ask_status names {tool_call_id!r}, which is not an ask in history {history_id}."
             )
     if log is not None:
         insert_request(connection, log)
-    return _history_from(row._mapping)
+    return History(
+        id=history_id,
+        owner_id=row["owner_id"],
+        agent=row["agent"],
+        title=cast("str | None", change.title) if set_title else row["title"],
+        pending_ask=params["new_pending_ask"] if set_pending else row["pending_ask"],
+        version=expected_version + 1,
+        created=row["created"],
+        updated=now,
+    )
 
 
 def _touch(connection: Connection, history_id: str, values: dict[str, Any]) -> History:

@@ -11,12 +11,14 @@ from sqlalchemy import Connection, insert, select
 
 from handrail._util import new_id, utc_now
 from handrail.store.db import Database
+from handrail.store.prepared import Prepared
 from handrail.store.records import RequestRecord
 from handrail.store.tables import requests
 
 __all__ = ["RequestLog", "insert_request", "request_record"]
 
 Q = requests.c
+_INSERT = Prepared(insert(requests))
 
 
 class RequestLog:
@@ -92,8 +94,8 @@ def request_record(
 
 def insert_request(connection: Connection, record: RequestRecord) -> None:
     """Write `record` on `connection`."""
-    connection.execute(
-        insert(requests),
+    _INSERT.run(
+        connection,
         {
             "id": record.id,
             "history_id": record.history_id,

@@ -1,0 +1,141 @@
+"""Statements compiled once, for the operations every turn runs.
+
+A `Prepared` statement is a SQLAlchemy Core statement whose parameters are all bound by name.
+It is compiled once per dialect, with SQLAlchemy's own bind and result processors (so a value is
+stored and read back exactly as `Connection.execute` would). Where the driver runs in the calling
+thread (``sqlite3``, on the store's worker thread), it then runs straight on the driver's cursor,
+inside the transaction SQLAlchemy began: SQLAlchemy's per-execution work (cache key, execution
+context, events, result objects) costs several times what SQLite itself takes for these short
+statements. Elsewhere (asyncpg) it goes through `Connection.execute`.
+
+Rows come back as plain dicts (column name to value) on both paths.
+
+    _GET = Prepared(select(histories).where(histories.c.id == bindparam("history_id")))
+    row = _GET.first(connection, {"history_id": history_id})
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import Delete, Insert, Select, Update
+from sqlalchemy.sql.compiler import Compiled
+
+__all__ = ["Prepared"]
+
+Params = Mapping[str, Any]
+Statement = Select[Any] | Insert | Update | Delete
+Processor = Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    compiled: Compiled
+    sql: str
+    names: tuple[str, ...]
+    binds: tuple[Processor, ...]
+    columns: tuple[tuple[str, Processor], ...]
+
+    def positional(self, params: Params) -> tuple[Any, ...]:
+        values = self.compiled.construct_params(params)
+        assert values is not None
+        return tuple(
+            value if process is None else process(value)
+            for value, process in zip(
+                (values[name] for name in self.names), self.binds, strict=True
+            )
+        )
+
+    def rows(self, cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+        columns = self.columns
+        return [
+            {
+                name: raw if process is None else process(raw)
+                for (name, process), raw in zip(columns, row, strict=True)
+            }
+            for row in cursor.fetchall()
+        ]
+
+
+def _single(processor: object) -> Processor:
+    if processor is None or callable(processor):
+        return cast(Processor, processor)
+    raise TypeError("Prepared statements take no expanding (IN) parameters.")
+
+
+class Prepared:
+    """One statement, compiled once per dialect and run with the least work the driver
+    allows. Every parameter must be a named `bindparam` (or a literal of the statement)."""
+
+    __slots__ = ("_plans", "statement")
+
+    def __init__(self, statement: Statement) -> None:
+        self.statement = statement
+        self._plans: dict[Dialect, _Plan] = {}
+
+    def _plan(self, dialect: Dialect) -> _Plan | None:
+        """The compiled plan, or None when the driver is not one this module runs directly."""
+        if dialect.driver != "pysqlite" or dialect.paramstyle != "qmark":
+            return None
+        plan = self._plans.get(dialect)
+        if plan is None:
+            compiled = self.statement.compile(dialect=dialect)
+            names = tuple(compiled.positiontup or ())
+            processors = compiled._bind_processors
+            plan = _Plan(
+                compiled=compiled,
+                sql=compiled.string,
+                names=names,
+                binds=tuple(_single(processors.get(name)) for name in names),
+                columns=tuple(
+                    (entry.keyname, entry.type._cached_result_processor(dialect, None))
+                    for entry in getattr(compiled, "_result_columns", ())
+                ),
+            )
+            self._plans[dialect] = plan  # a race only compiles twice
+        return plan
+
+    def _cursor(self, connection: Connection) -> sqlite3.Cursor:
+        driver = connection.connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        return driver.cursor()
+
+    def all(self, connection: Connection, params: Params) -> list[dict[str, Any]]:
+        """Every row the statement gives."""
+        plan = self._plan(connection.dialect)
+        if plan is None:
+            return [dict(row._mapping) for row in connection.execute(self.statement, params)]
+        cursor = self._cursor(connection)
+        try:
+            cursor.execute(plan.sql, plan.positional(params))
+            return plan.rows(cursor)
+        finally:
+            cursor.close()
+
+    def first(self, connection: Connection, params: Params) -> dict[str, Any] | None:
+        """The first row the statement gives, or None."""
+        rows = self.all(connection, params)
+        return rows[0] if rows else None
+
+    def run(self, connection: Connection, params: Params | Sequence[Params]) -> int:
+        """Run a statement that gives no rows, once or (with a list) once per parameter set;
+        how many rows it changed."""
+        plan = self._plan(connection.dialect)
+        if plan is None:
+            if isinstance(params, Mapping):
+                return connection.execute(self.statement, params).rowcount
+            return connection.execute(self.statement, list(params)).rowcount
+        cursor = self._cursor(connection)
+        try:
+            if isinstance(params, Mapping):
+                cursor.execute(plan.sql, plan.positional(params))
+            else:
+                cursor.executemany(plan.sql, [plan.positional(p) for p in params])
+            return cursor.rowcount
+        finally:
+            cursor.close()
