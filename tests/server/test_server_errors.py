@@ -13,6 +13,7 @@ import pytest
 from server_helpers import PLAN, TOKENS, Api, command, sqlite_url, start_api
 
 from handrail.errors import Conflict
+from handrail.server.auth import bearer_token
 
 
 async def _paused(api: Api) -> tuple[str, str]:
@@ -293,3 +294,21 @@ async def test_json_body_limit(tmp_path: Path) -> None:
         assert _problem(response)["title"] == "Request body too large"
         turn = await api.post("/histories/" + "0" * 24 + "/turn", big)
         assert turn.status_code == 413
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        (None, None),
+        ("", None),
+        ("Bearer", None),
+        ("Bearer ", None),
+        ("Basic YWxpY2U6eA==", None),
+        ("Bearer abc", "abc"),
+        ("bearer abc", "abc"),
+        ("BEARER abc", "abc"),
+        ("Bearer  abc", " abc"),  # as sent: a token with a leading space is another token
+    ],
+)
+def test_bearer_token_parsing(header: str | None, token: str | None) -> None:
+    assert bearer_token(header) == token

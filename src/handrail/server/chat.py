@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from ..asks import ASK_SURFACES
 from ..errors import BadRequest
 from ..runtime.events import Event
-from ..runtime.turn import Principal, Turn
-from .auth import current_principal
+from ..runtime.turn import Turn
+from .auth import Caller
 from .bodies import NO_BODY, read_json, runtime_of, store_of
 from .openapi import body, problems, ref
 
 __all__ = ["EventStreamResponse", "add_chat_routes", "sse_line"]
 
-Caller = Annotated[Principal, Depends(current_principal)]
 
 PROMPT_FIELDS: Final = ("prompt", "historyId", "askResponse", "surface", "attachments", "agent")
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from ..errors import NotFound
-from ..runtime.turn import Principal
-from .auth import current_principal
+from .auth import Caller
 from .bodies import store_of
 from .openapi import JsonSchema, json_ok, problems
 from .problems import ok
 
 __all__ = ["add_confirmation_routes"]
 
-Caller = Annotated[Principal, Depends(current_principal)]
 ConfirmationId = Annotated[str, Path(alias="id", description="The confirmation's id.")]
 NOT_FOUND: Final = "Confirmation not found"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, cast
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from .._util import iso
@@ -35,16 +35,14 @@ from ..policy import (
 )
 from ..runtime.runtime import Runtime
 from ..runtime.tools import Tool, ToolSet
-from ..runtime.turn import Principal
 from ..store.records import PermissionRecord
-from .auth import current_principal
+from .auth import Caller
 from .bodies import NO_BODY, read_json, runtime_of, store_of
 from .openapi import JsonSchema, body, json_ok, problems
 from .problems import ok
 
 __all__ = ["add_grant_routes", "connection_catalog", "permission_catalog"]
 
-Caller = Annotated[Principal, Depends(current_principal)]
 GrantId = Annotated[str, Path(alias="id", description="The grant's id.")]
 ConnectionId = Annotated[
     str,

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from ..asks import ASK_SURFACES
 from ..errors import BadRequest, Forbidden, NotFound, ProblemError
 from ..runtime.turn import Principal, Turn
 from ..store.records import History
-from .auth import current_principal
+from .auth import Caller
 from .bodies import NO_BODY, read_json, runtime_of, store_of
 from .openapi import body, json_ok, problems, ref
 from .problems import ok
@@ -24,7 +24,6 @@ from .views import history_json, pending_ask_summary
 
 __all__ = ["add_history_routes"]
 
-Caller = Annotated[Principal, Depends(current_principal)]
 HistoryId = Annotated[str, Path(alias="id", description="The history's id.")]
 
 TITLE_MAX: Final = 200

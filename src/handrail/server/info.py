@@ -14,14 +14,14 @@ server that is not the demo has no such route (404).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..runtime.agent import Agent
 from ..runtime.turn import Principal
-from .auth import current_principal
+from .auth import Caller
 from .bodies import runtime_of
 from .config import UserConfig
 from .openapi import JsonSchema, json_ok, problems
@@ -29,7 +29,6 @@ from .problems import ok
 
 __all__ = ["SCRIPTED_MODEL", "add_demo_route", "add_info_routes", "server_info"]
 
-Caller = Annotated[Principal, Depends(current_principal)]
 
 #: The name of the deterministic model, which is not AI.
 SCRIPTED_MODEL: Final = "scripted"

@@ -17,6 +17,7 @@ from fastapi.openapi.utils import get_openapi
 
 from .. import __version__
 from ..asks import ASK_KINDS, ASK_SURFACES, ask_json_schemas
+from .auth import BEARER_SCHEME
 
 __all__ = [
     "PROBLEM_REF",
@@ -440,6 +441,7 @@ def build_openapi(app: FastAPI, *, description: str) -> JsonSchema:
         if name in available:
             schemas[name] = available[name]
     components["schemas"] = dict(sorted(schemas.items()))
+    components["securitySchemes"] = {"bearerAuth": dict(BEARER_SCHEME)}
     document["security"] = [{"bearerAuth": []}]
     return document
 

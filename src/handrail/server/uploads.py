@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import mimetypes
 import re
-from typing import Annotated, Final
+from typing import Final
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from ..asks import normalize_mime_type
 from ..errors import BadRequest, PayloadTooLarge
-from ..runtime.turn import Principal
-from .auth import current_principal
+from .auth import Caller
 from .bodies import store_of
 from .openapi import body, json_ok, problems, ref
 from .problems import ok
@@ -30,7 +29,6 @@ from .views import file_json
 
 __all__ = ["add_upload_routes"]
 
-Caller = Annotated[Principal, Depends(current_principal)]
 
 FIELD: Final = "file"
 #: Room for the multipart boundaries and part headers around the file.

@@ -75,8 +75,6 @@ BUSY_TIMEOUT_S: Final = 30
 #: readers go on beside the one writer; writers queue on the database's lock.
 SQLITE_THREADS: Final = 4
 
-_WRITE_OPTION: Final = "handrail_write"
-
 Backend = Literal["sqlite", "postgresql"]
 
 P = ParamSpec("P")
@@ -259,7 +257,6 @@ class Database:
             self._executor = _Workers(1 if memory else SQLITE_THREADS, "handrail-sqlite")
         else:
             self.engine = create_async_engine(self.url, echo=echo)
-        self._writer = self.engine.execution_options(**{_WRITE_OPTION: True})
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
             if self.backend == "postgresql"
@@ -304,10 +301,15 @@ class Database:
             finally:
                 cursor.close()
 
+        local = self._local
+
         @event.listens_for(engine, "begin")
         def on_begin(connection: Connection) -> None:
-            writes = connection.get_execution_options().get(_WRITE_OPTION, False)
-            connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+            # Straight on the driver: SQLAlchemy's execution machinery costs more than BEGIN.
+            writes = getattr(local, "writes", False)
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            driver.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
 
         return engine
 
@@ -334,7 +336,7 @@ class Database:
             self._local.connection = connection
             with self._kept_lock:
                 self._kept.append(connection)
-        connection.execution_options(**{_WRITE_OPTION: writes})  # read by `on_begin`
+        self._local.writes = writes  # read by `on_begin`
         with connection.begin():
             return work(connection, *args)
 
@@ -351,7 +353,7 @@ class Database:
         """``work(connection, *args)`` in a write transaction: committed when it returns,
         rolled back if it raises. On SQLite it holds the database's write lock from its first
         statement."""
-        return await self._run(self._writer, True, _bound(work, kwargs), args)
+        return await self._run(self.engine, True, _bound(work, kwargs), args)
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision. A no-op when it is there already."""
