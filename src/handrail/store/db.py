@@ -26,6 +26,7 @@ transaction-scoped advisory lock, so one migrates and the others then find nothi
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import queue
@@ -169,16 +170,28 @@ _STOP: Final = object()
 
 
 class _Workers:
-    """A few threads that run blocking calls for an event loop: a call and its answer each
-    cross between the threads once (a queue put, then ``call_soon_threadsafe``), with none of
-    `concurrent.futures`' extra future and callbacks in between."""
+    """A few threads that run blocking calls for an event loop.
+
+    A call and its answer each cross between the threads once (a queue put, then
+    ``call_soon_threadsafe``), with none of `concurrent.futures`' extra future and callbacks in
+    between. A call goes to the worker that became idle last: under a light load one thread,
+    with its connection's page cache warm, runs everything (SQLite drops a connection's cache
+    whenever another connection wrote), and the others join in only when calls overlap.
+    """
 
     def __init__(self, count: int, name: str) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True)
-            for i in range(count)
-        ]
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Any]] = []  # a stack: the last idle on top
+        self._backlog: collections.deque[Any] = collections.deque()
+        self._inboxes: list[queue.SimpleQueue[Any]] = []
+        self._threads: list[threading.Thread] = []
+        for i in range(count):
+            inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+            self._inboxes.append(inbox)
+            self._threads.append(
+                threading.Thread(target=self._serve, args=(inbox,), name=f"{name}-{i}", daemon=True)
+            )
+        self._idle.extend(reversed(self._inboxes))  # the first thread on top
         for thread in self._threads:
             thread.start()
 
@@ -186,15 +199,19 @@ class _Workers:
         """`function(*args)` on a worker; a future of the event loop for its result."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((loop, future, function, args))
+        job = (loop, future, function, args)
+        with self._lock:
+            if not self._idle:
+                self._backlog.append(job)
+                return future
+            inbox = self._idle.pop()
+        inbox.put(job)
         return future
 
-    def _serve(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            loop, future, function, args = item
+    def _serve(self, inbox: queue.SimpleQueue[Any]) -> None:
+        job = inbox.get()
+        while job is not _STOP:
+            loop, future, function, args = job
             try:
                 result = function(*args)
             except BaseException as exc:  # handed to the awaiting task, never lost
@@ -205,11 +222,17 @@ class _Workers:
             # A loop that closed while this ran has nobody waiting (RuntimeError).
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_settle, future, result, error)
+            with self._lock:
+                job = self._backlog.popleft() if self._backlog else None
+                if job is None:
+                    self._idle.append(inbox)
+            if job is None:
+                job = inbox.get()
 
     def shutdown(self) -> None:
         """Let the queued calls finish, then stop every thread."""
-        for _ in self._threads:
-            self._queue.put(_STOP)
+        for inbox in self._inboxes:
+            inbox.put(_STOP)
         for thread in self._threads:
             thread.join()
 
