@@ -1,0 +1,120 @@
+"""How the store runs its operations: transactions, worker threads, prepared statements.
+
+Each store operation is one function of a connection, run in one transaction by
+`Database.read`/`snapshot`/`write`: on SQLite on the database's worker threads, on PostgreSQL on
+the async engine. `Prepared` statements run on the sqlite3 cursor directly and through
+SQLAlchemy elsewhere, and must read and write exactly what SQLAlchemy would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, bindparam, insert, select
+
+from handrail.store import Database, Store
+from handrail.store.db import all_rows, first_row
+from handrail.store.prepared import Prepared
+from handrail.store.tables import histories
+
+H = histories.c
+
+
+def _history(history_id: str, **changes: Any) -> dict[str, Any]:
+    moment = dt.datetime(2026, 11, 30, 9, 30, 15, 123456, tzinfo=dt.UTC)
+    values: dict[str, Any] = {
+        "id": history_id,
+        "owner_id": "u1",
+        "agent": "demo",
+        "title": "Ünïcode ✓ title",
+        "pending_ask": {"toolCallId": "c1", "kind": "choice", "nested": [1, 2.5, None, "é"]},
+        "pending_created": moment,
+        "version": 1,
+        "next_seq": 0,
+        "created": moment,
+        "updated": moment,
+        "deleted_at": None,
+    }
+    values.update(changes)
+    return values
+
+
+_INSERT = Prepared(insert(histories))
+_GET = Prepared(select(histories).where(H.id == bindparam("history_id")))
+
+
+def _insert_then_fail(connection: Connection, values: dict[str, Any]) -> None:
+    _INSERT.run(connection, values)
+    raise LookupError("the operation failed after writing")
+
+
+async def test_prepared_statements_write_and_read_what_sqlalchemy_does(store: Store) -> None:
+    db = store.db
+    await db.write(_INSERT.run, _history("a" * 24))
+    await db.write(first_row, insert(histories).values(_history("b" * 24)).returning(H.id))
+    null_ask = _history("c" * 24, pending_ask=None, pending_created=None, title=None)
+    await db.write(_INSERT.run, null_ask)
+    for history_id in ("a" * 24, "b" * 24, "c" * 24):
+        prepared = await db.read(_GET.first, {"history_id": history_id})
+        plain = await db.read(first_row, select(histories).where(H.id == history_id))
+        assert plain is not None
+        assert prepared == dict(plain._mapping)
+    prepared_a = await db.read(_GET.first, {"history_id": "a" * 24})
+    assert prepared_a is not None
+    assert prepared_a["pending_ask"] == _history("a")["pending_ask"]
+    assert prepared_a["created"] == _history("a")["created"]
+    assert prepared_a["created"].tzinfo is not None
+    prepared_c = await db.read(_GET.first, {"history_id": "c" * 24})
+    assert prepared_c is not None
+    assert prepared_c["pending_ask"] is None  # SQL NULL, as SQLAlchemy writes None
+    raw = await db.read(all_rows, select(H.id).where(H.pending_ask.is_(None)).order_by(H.id))
+    assert [row.id for row in raw] == ["c" * 24]
+
+
+async def test_prepared_statements_run_on_the_driver_only_for_sqlite(database_url: str) -> None:
+    async with Database(database_url) as db:
+        await db.migrate()
+        await db.read(_GET.all, {"history_id": "x"})
+        dialect = db.engine.dialect
+        assert (_GET._plan(dialect) is not None) == (db.backend == "sqlite")
+
+
+async def test_a_failed_operation_writes_nothing_and_the_store_goes_on(store: Store) -> None:
+    with pytest.raises(LookupError, match="failed after writing"):
+        await store.db.write(_insert_then_fail, _history("d" * 24))
+    assert await store.db.read(_GET.first, {"history_id": "d" * 24}) is None
+    await store.db.write(_INSERT.run, _history("d" * 24))
+    assert await store.db.read(_GET.first, {"history_id": "d" * 24}) is not None
+
+
+async def test_many_operations_at_once_all_land(store: Store) -> None:
+    created = await asyncio.gather(
+        *(store.histories.create(f"user{i % 3}", agent="demo") for i in range(40))
+    )
+    for owner in ("user0", "user1", "user2"):
+        listed = {h.id for h in await store.histories.list(owner)}
+        assert listed == {h.id for h in created if h.owner_id == owner}
+
+
+def _thread_name(_connection: Connection) -> str:
+    return threading.current_thread().name
+
+
+async def test_sqlite_runs_off_the_event_loop_on_its_own_threads(tmp_path: Path) -> None:
+    async with Database(f"sqlite:///{tmp_path / 'x.db'}") as db:
+        # One call at a time: the thread that became idle last takes the next one.
+        names = {await db.read(_thread_name) for _ in range(10)}
+        assert names == {"handrail-sqlite-0"}
+        assert threading.current_thread().name not in names
+
+
+async def test_a_closed_database_says_so(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    await db.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await db.read(_thread_name)
