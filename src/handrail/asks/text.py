@@ -74,6 +74,29 @@ def graphemes(text: str) -> list[str]:
     return clusters
 
 
+def _cluster_head(text: str, budget: int) -> str:
+    """The longest run of whole clusters from the start of `text` within `budget` units."""
+    kept: list[str] = []
+    used = 0
+    # Only the head can be kept: a cluster cut off by this slice is longer than the budget.
+    for cluster in graphemes(text[: budget + 1]):
+        size = utf16_len(cluster)
+        if used + size > budget:
+            break
+        kept.append(cluster)
+        used += size
+    return "".join(kept)
+
+
+def _ascii_head(text: str, budget: int) -> str:
+    """`_cluster_head` for ASCII `text`, where a character is one unit and only CR LF is a
+    cluster of two."""
+    cut = min(budget, len(text))
+    if 0 < cut < len(text) and text[cut - 1] == "\r" and text[cut] == "\n":
+        cut -= 1
+    return text[:cut]
+
+
 def cut_text(text: str, max_length: int) -> str:
     """`text` cut to at most `max_length` UTF-16 code units, ending in "…" when cut.
 
@@ -83,16 +106,7 @@ def cut_text(text: str, max_length: int) -> str:
     if utf16_len(text) <= max_length:
         return text
     budget = max_length - utf16_len(ELLIPSIS)
-    kept: list[str] = []
-    used = 0
-    # Only the head can be kept: a cluster cut off by this slice is longer than the budget.
-    for cluster in graphemes(text[: max_length + 1]):
-        size = utf16_len(cluster)
-        if used + size > budget:
-            break
-        kept.append(cluster)
-        used += size
-    head = "".join(kept)
+    head = _ascii_head(text, budget) if text.isascii() else _cluster_head(text, budget)
     # A cut right before a space already falls on a word boundary; otherwise step back to the
     # last space when that keeps at least half of the room (measured, like all limits, in
     # UTF-16 code units).
