@@ -135,7 +135,7 @@ def serve(db_path: Path, *, trace: bool, max_seconds: float) -> None:
             """Bench only: the process's memory after a full collection."""
             gc.collect()
             out: dict[str, Any] = proc_memory(os.getpid())
-            out["tasks"] = len(runtime._tasks)  # turns still running: 0 when all are paused
+            out["tasks"] = runtime.running_turns  # 0 when every turn is paused
             if trace:
                 import tracemalloc
 

@@ -393,3 +393,19 @@ async def test_only_the_owner_deletes_a_grant(store: Store) -> None:
     assert await store.grants.delete(grant.id, user_id="u1") is False
     assert await store.grants.delete("f" * 24, user_id="u1") is False
     assert await store.grants.list("u1") == []
+
+
+async def test_deleting_a_conversation_revokes_its_conversation_grants(store: Store) -> None:
+    kept = await store.histories.create("u1", agent="demo")
+    gone = await store.histories.create("u1", agent="demo")
+    for history in (kept, gone):
+        await store.grants.add("u1", "notes", "delete_note", "conversation", history_id=history.id)
+    always = await store.grants.add("u1", "notes", "delete_note", "always")
+    await store.histories.delete(gone.id)
+    left = await store.grants.list("u1")
+    assert {(g.scope, g.history_id) for g in left} == {
+        ("conversation", kept.id),
+        ("always", None),
+    }
+    assert always in left
+    assert (await store.grants.find("u1", "notes", "delete_note", history_id=gone.id)) == always

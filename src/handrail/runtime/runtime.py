@@ -312,6 +312,12 @@ class Runtime:
             principal, history_id, {"toolCallId": tool_call_id, **response}, surface=surface
         )
 
+    @property
+    def running_turns(self) -> int:
+        """How many turns are running now. A paused turn is not running: it is its history's
+        ``pendingAsk`` in the store, not a task."""
+        return len(self._tasks)
+
     async def aclose(self) -> None:
         """Wait for the turns still running (they finish and save), then close the models
         this runtime built."""

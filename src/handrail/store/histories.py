@@ -29,7 +29,7 @@ from handrail.store.records import (
     StoredRow,
 )
 from handrail.store.requests import insert_request
-from handrail.store.tables import histories, history_rows
+from handrail.store.tables import grants, histories, history_rows
 
 __all__ = [
     "HistoryConflict",
@@ -154,8 +154,9 @@ class HistoryRepo:
 
     async def delete(self, history_id: str) -> None:
         """Soft-delete the history: it disappears from every read. Its rows stay in the
-        database. The version still grows, so a change prepared before fails."""
-        await self._db.write(_touch, history_id, {"deleted_at": utc_now()})
+        database. The version still grows, so a change prepared before fails. Its
+        ``conversation`` grants go with it, in the same transaction."""
+        await self._db.write(_delete, history_id)
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -380,6 +381,13 @@ def _touch(connection: Connection, history_id: str, values: dict[str, Any]) -> H
     if row is None:
         raise history_not_found(history_id)
     return _history_from(row._mapping)
+
+
+def _delete(connection: Connection, history_id: str) -> None:
+    _touch(connection, history_id, {"deleted_at": utc_now()})
+    connection.execute(
+        delete(grants).where(grants.c.history_id == history_id, grants.c.scope == "conversation")
+    )
 
 
 def _remove_results(connection: Connection, history_id: str, tool_call_ids: Sequence[str]) -> None:
