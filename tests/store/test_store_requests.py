@@ -4,36 +4,45 @@ from __future__ import annotations
 
 import datetime as dt
 
-from handrail.store import RequestRecord, Store
+from handrail.store import RequestRecord, Store, request_record
 
 
 async def test_request_log_round_trip(store: Store) -> None:
     history = await store.histories.create("u1", agent="demo")
     other = await store.histories.create("u1", agent="demo")
     first = await store.requests.add(
-        history_id=history.id,
-        owner_id="u1",
-        prompt="Set up billing",
-        response="",
-        model="scripted",
-        metadata={"ask": {"kind": "choice", "phase": "asked", "toolCallId": "call_1"}},
-        duration_ms=12,
-        created=dt.datetime(2026, 3, 1, 10, 0, 0, 123000, tzinfo=dt.UTC),
+        request_record(
+            history_id=history.id,
+            owner_id="u1",
+            prompt="Set up billing",
+            response="",
+            model="scripted",
+            metadata={"ask": {"kind": "choice", "phase": "asked", "toolCallId": "call_1"}},
+            duration_ms=12,
+            created=dt.datetime(2026, 3, 1, 10, 0, 0, 123000, tzinfo=dt.UTC),
+        )
     )
     second = await store.requests.add(
-        history_id=history.id,
-        owner_id="u1",
-        prompt='{"action":"accept"}',
-        response="Done.",
-        model="scripted",
-        error="model failed",
-        metadata={
-            "ask": {"action": "accept", "kind": "choice", "phase": "answered", "toolCallId": "c1"},
-            "nextAsk": {"kind": "confirm", "phase": "asked", "toolCallId": "c2"},
-        },
+        request_record(
+            history_id=history.id,
+            owner_id="u1",
+            prompt='{"action":"accept"}',
+            response="Done.",
+            model="scripted",
+            error="model failed",
+            metadata={
+                "ask": {
+                    "action": "accept",
+                    "kind": "choice",
+                    "phase": "answered",
+                    "toolCallId": "c1",
+                },
+                "nextAsk": {"kind": "confirm", "phase": "asked", "toolCallId": "c2"},
+            },
+        )
     )
     await store.requests.add(
-        history_id=other.id, owner_id="u1", prompt="x", response="y", model="m"
+        request_record(history_id=other.id, owner_id="u1", prompt="x", response="y", model="m")
     )
     assert isinstance(first, RequestRecord)
     assert first.request_type == "general"

@@ -622,18 +622,7 @@ class Runtime:
     async def _log(self, entry: RequestRecord) -> None:
         """Write a request log entry on its own (a turn that saves rows writes it with them)."""
         try:
-            await self.store.requests.add(
-                history_id=entry.history_id,
-                owner_id=entry.owner_id,
-                request_type=entry.request_type,
-                prompt=entry.prompt,
-                response=entry.response,
-                error=entry.error,
-                metadata=entry.metadata,
-                model=entry.model,
-                duration_ms=entry.duration_ms,
-                created=entry.created,
-            )
+            await self.store.requests.add(entry)
         except Exception:
             log.exception("could not write the request log of history %s", entry.history_id)
 

@@ -27,33 +27,8 @@ class RequestLog:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def add(
-        self,
-        *,
-        history_id: str,
-        owner_id: str,
-        prompt: str,
-        response: str,
-        model: str,
-        request_type: str = "general",
-        error: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        duration_ms: int = 0,
-        created: dt.datetime | None = None,
-    ) -> RequestRecord:
-        """Log one request. `created` defaults to now; `metadata` to ``{}``."""
-        record = request_record(
-            history_id=history_id,
-            owner_id=owner_id,
-            prompt=prompt,
-            response=response,
-            model=model,
-            request_type=request_type,
-            error=error,
-            metadata=metadata,
-            duration_ms=duration_ms,
-            created=created,
-        )
+    async def add(self, record: RequestRecord) -> RequestRecord:
+        """Write one entry (made with `request_record`) and return it."""
         await self._db.write(insert_request, record)
         return record
 
