@@ -118,3 +118,16 @@ async def test_a_closed_database_says_so(tmp_path: Path) -> None:
     await db.close()
     with pytest.raises(RuntimeError, match="closed"):
         await db.read(_thread_name)
+
+
+async def test_with_echo_every_statement_is_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="sqlalchemy.engine")
+    async with Database(f"sqlite:///{tmp_path / 'x.db'}", echo=True) as db:
+        await db.migrate()
+        await db.write(_INSERT.run, _history("e" * 24))
+        assert await db.read(_GET.first, {"history_id": "e" * 24}) is not None
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "INSERT INTO histories" in logged
+    assert "FROM histories" in logged

@@ -219,13 +219,15 @@ class _Workers:
                 result = None
             else:
                 error = None
-            # A loop that closed while this ran has nobody waiting (RuntimeError).
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, future, result, error)
+            # Idle again (or on to the backlog) before the answer goes out, so that the call
+            # the answer leads to finds this thread, and its warm cache, on top.
             with self._lock:
                 job = self._backlog.popleft() if self._backlog else None
                 if job is None:
                     self._idle.append(inbox)
+            # A loop that closed while this ran has nobody waiting (RuntimeError).
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future, result, error)
             if job is None:
                 job = inbox.get()
 

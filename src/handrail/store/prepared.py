@@ -8,7 +8,9 @@ inside the transaction SQLAlchemy began: SQLAlchemy's per-execution work (cache 
 context, events, result objects) costs several times what SQLite itself takes for these short
 statements. Elsewhere (asyncpg) it goes through `Connection.execute`.
 
-Rows come back as plain dicts (column name to value) on both paths.
+Rows come back as plain dicts (column name to value) on both paths. SQLAlchemy's statement
+events do not see the direct path, so an engine made with ``echo=True`` (`Database(echo=True)`)
+takes the `Connection.execute` path, and its log shows every statement.
 
     _GET = Prepared(select(histories).where(histories.c.id == bindparam("history_id")))
     row = _GET.first(connection, {"history_id": history_id})
@@ -107,7 +109,7 @@ class Prepared:
 
     def all(self, connection: Connection, params: Params) -> list[dict[str, Any]]:
         """Every row the statement gives."""
-        plan = self._plan(connection.dialect)
+        plan = None if connection.engine.echo else self._plan(connection.dialect)
         if plan is None:
             return [dict(row._mapping) for row in connection.execute(self.statement, params)]
         cursor = self._cursor(connection)
@@ -125,7 +127,7 @@ class Prepared:
     def run(self, connection: Connection, params: Params | Sequence[Params]) -> int:
         """Run a statement that gives no rows, once or (with a list) once per parameter set;
         how many rows it changed."""
-        plan = self._plan(connection.dialect)
+        plan = None if connection.engine.echo else self._plan(connection.dialect)
         if plan is None:
             if isinstance(params, Mapping):
                 return connection.execute(self.statement, params).rowcount
