@@ -312,3 +312,20 @@ async def test_json_body_limit(tmp_path: Path) -> None:
 )
 def test_bearer_token_parsing(header: str | None, token: str | None) -> None:
     assert bearer_token(header) == token
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed", "use"),
+    [
+        ("PUT", "/histories", "GET, POST", "GET or POST"),
+        ("POST", "/histories/abc", "DELETE, GET, PATCH", "DELETE or GET or PATCH"),
+        ("OPTIONS", "/permissions/notes", "DELETE, PUT", "DELETE or PUT"),
+    ],
+)
+async def test_405_names_every_method_of_the_path(
+    api: Api, method: str, path: str, allowed: str, use: str
+) -> None:
+    response = await api.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == allowed
+    assert _problem(response)["detail"].endswith(f"; use {use}.")

@@ -247,9 +247,10 @@ def _history_write(create: bool) -> JsonSchema:
     return {
         "title": "HistoryCreate" if create else "HistoryUpdate",
         "type": "object",
-        "description": "The read-only fields of History (id, userId, created, updated, "
-        "pendingAsk, rows) are ignored; any other field is a 400.",
+        "description": "Any field but these is a 400, except the read-only fields of History "
+        "(id, userId, created, updated, pendingAsk, rows), which the server ignores.",
         "properties": properties,
+        "additionalProperties": False,
     }
 
 
@@ -277,6 +278,7 @@ def _prompt_request() -> JsonSchema:
                 "description": "The agent of a new conversation (default: the first agent).",
             },
         },
+        "additionalProperties": False,
     }
 
 

@@ -90,14 +90,34 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) and exc.detail != title else None
     if status == 404 and detail is None:
         detail = f"No route matches {request.method} {request.url.path}."
-    elif status == 405 and detail is None:
-        allowed = (exc.headers or {}).get("Allow")
-        detail = f"{request.method} is not allowed on {request.url.path}" + (
-            f"; use {allowed}." if allowed else "."
-        )
     headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
+    if status == 405:
+        # Starlette names the methods of the first route on the path; a path has a route per
+        # method, so gather them all.
+        methods = _methods_on(request) or [
+            m.strip()
+            for m in headers.pop("Allow", headers.pop("allow", "")).split(",")
+            if m.strip()
+        ]
+        headers = {"Allow": ", ".join(methods)} if methods else {}
+        if detail is None:
+            detail = f"{request.method} is not allowed on {request.url.path}" + (
+                f"; use {' or '.join(m for m in methods if m != 'HEAD')}." if methods else "."
+            )
     problem = {"status": status, "title": title, "detail": detail or title}
     return problem_response(request, problem, headers=headers)
+
+
+def _methods_on(request: Request) -> list[str]:
+    """Every method a route of the app takes on the request's path, sorted."""
+    path = request.url.path
+    methods: set[str] = set()
+    for route in request.app.routes:
+        pattern = getattr(route, "path_regex", None)
+        route_methods = getattr(route, "methods", None)
+        if pattern is not None and route_methods and pattern.match(path):
+            methods.update(route_methods)
+    return sorted(methods)
 
 
 def validation_fields(errors: Any) -> dict[str, str]:
