@@ -320,6 +320,7 @@ def test_bearer_token_parsing(header: str | None, token: str | None) -> None:
         ("PUT", "/histories", "GET, POST", "GET or POST"),
         ("POST", "/histories/abc", "DELETE, GET, PATCH", "DELETE or GET or PATCH"),
         ("OPTIONS", "/permissions/notes", "DELETE, PUT", "DELETE or PUT"),
+        ("OPTIONS", "/histories/pendingAsks", "GET", "GET"),
     ],
 )
 async def test_405_names_every_method_of_the_path(

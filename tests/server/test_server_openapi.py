@@ -126,3 +126,14 @@ async def test_prefix(tmp_path: Path) -> None:
             "/v1/chat/histories", headers={"Authorization": "Bearer " + "alice-token-0123456789"}
         )
         assert response.status_code == 200
+
+
+async def test_body_schemas_say_what_the_server_takes(api: Api) -> None:
+    schemas = (await _document(api))["components"]["schemas"]
+    agents = sorted(api.app.state.runtime.agents)
+    for name in ("HistoryCreate", "HistoryUpdate", "PromptRequest"):
+        assert schemas[name]["additionalProperties"] is False
+    assert schemas["HistoryCreate"]["properties"]["agent"]["enum"] == agents
+    assert schemas["PromptRequest"]["properties"]["agent"]["enum"] == agents
+    assert schemas["PromptRequest"]["not"] == {"required": ["prompt", "askResponse"]}
+    assert schemas["HistoryUpdate"]["properties"]["title"]["pattern"] == "\\S"

@@ -10,6 +10,7 @@ document and the files clients generate code from never disagree. ``pendingAsk``
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any, Final
 
 from fastapi import FastAPI
@@ -231,19 +232,27 @@ def _row() -> JsonSchema:
     }
 
 
-def _history_write(create: bool) -> JsonSchema:
+def _agent_field(agents: Sequence[str]) -> JsonSchema:
+    field: JsonSchema = {
+        "type": "string",
+        "description": "The agent of a new conversation (default: the first agent).",
+    }
+    if agents:
+        field["enum"] = list(agents)
+    return field
+
+
+def _history_write(create: bool, agents: Sequence[str]) -> JsonSchema:
     properties: JsonSchema = {
         "title": {
             "type": ["string", "null"],
             "maxLength": 200,
-            "description": "The title; null clears it.",
+            "pattern": "\\S",
+            "description": "The title (not blank; trimmed); null clears it.",
         }
     }
     if create:
-        properties["agent"] = {
-            "type": "string",
-            "description": "The agent of the new conversation (default: the first agent).",
-        }
+        properties["agent"] = _agent_field(agents)
     return {
         "title": "HistoryCreate" if create else "HistoryUpdate",
         "type": "object",
@@ -254,7 +263,7 @@ def _history_write(create: bool) -> JsonSchema:
     }
 
 
-def _prompt_request() -> JsonSchema:
+def _prompt_request(agents: Sequence[str]) -> JsonSchema:
     return {
         "title": "PromptRequest",
         "type": "object",
@@ -273,12 +282,10 @@ def _prompt_request() -> JsonSchema:
                 "maxItems": 0,
                 "description": "Not supported yet: send an empty list or leave it out.",
             },
-            "agent": {
-                "type": "string",
-                "description": "The agent of a new conversation (default: the first agent).",
-            },
+            "agent": _agent_field(agents),
         },
         "additionalProperties": False,
+        "not": {"required": ["prompt", "askResponse"]},
     }
 
 
@@ -365,8 +372,9 @@ def _uploaded_file() -> JsonSchema:
     }
 
 
-def component_schemas() -> dict[str, JsonSchema]:
-    """Every schema the routes refer to, by name."""
+def component_schemas(agents: Sequence[str] = ()) -> dict[str, JsonSchema]:
+    """Every schema the routes refer to, by name. With `agents`, an ``agent`` field of a body
+    is one of those names."""
     schemas: dict[str, JsonSchema] = {
         "RequestId": {
             "type": "string",
@@ -377,10 +385,10 @@ def component_schemas() -> dict[str, JsonSchema]:
         "History": _history(with_rows=True),
         "HistorySummary": _history(with_rows=False),
         "HistoryRow": _row(),
-        "HistoryCreate": _history_write(create=True),
-        "HistoryUpdate": _history_write(create=False),
+        "HistoryCreate": _history_write(create=True, agents=agents),
+        "HistoryUpdate": _history_write(create=False, agents=agents),
         "StoredPendingAsk": _stored_pending_ask(),
-        "PromptRequest": _prompt_request(),
+        "PromptRequest": _prompt_request(agents),
         "TurnEvent": _event(),
         "UploadedFile": _uploaded_file(),
         **_ask_components(),
@@ -430,7 +438,8 @@ def build_openapi(app: FastAPI, *, description: str) -> JsonSchema:
     )
     _tidy(document)
     components = document.setdefault("components", {})
-    available = component_schemas()
+    runtime = getattr(app.state, "runtime", None)
+    available = component_schemas(sorted(runtime.agents) if runtime is not None else ())
     needed = _used_refs(document.get("paths", {}), set())
     # Pull in the schemas the used ones refer to, until nothing new turns up.
     while True:

@@ -109,15 +109,18 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
 
 
 def _methods_on(request: Request) -> list[str]:
-    """Every method a route of the app takes on the request's path, sorted."""
+    """Every method the app's routes take on the request's path, sorted. When both a literal
+    path and a template match (``/histories/pendingAsks`` and ``/histories/{id}``), only the
+    routes with the fewest path parameters count: that is the resource the path names."""
     path = request.url.path
-    methods: set[str] = set()
+    by_params: dict[int, set[str]] = {}
     for route in request.app.routes:
         pattern = getattr(route, "path_regex", None)
         route_methods = getattr(route, "methods", None)
         if pattern is not None and route_methods and pattern.match(path):
-            methods.update(route_methods)
-    return sorted(methods)
+            params = len(getattr(route, "param_convertors", {}))
+            by_params.setdefault(params, set()).update(route_methods)
+    return sorted(by_params[min(by_params)]) if by_params else []
 
 
 def validation_fields(errors: Any) -> dict[str, str]:
