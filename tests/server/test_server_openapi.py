@@ -135,5 +135,9 @@ async def test_body_schemas_say_what_the_server_takes(api: Api) -> None:
         assert schemas[name]["additionalProperties"] is False
     assert schemas["HistoryCreate"]["properties"]["agent"]["enum"] == agents
     assert schemas["PromptRequest"]["properties"]["agent"]["enum"] == agents
-    assert schemas["PromptRequest"]["not"] == {"required": ["prompt", "askResponse"]}
+    assert schemas["PromptRequest"]["oneOf"] == [
+        {"required": ["prompt"]},
+        {"required": ["askResponse"]},
+    ]
+    assert schemas["PromptRequest"]["dependentRequired"] == {"askResponse": ["historyId"]}
     assert schemas["HistoryUpdate"]["properties"]["title"]["pattern"] == "\\S"

@@ -350,7 +350,7 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
         tags=["histories"],
         summary="Change a conversation's title",
         responses={**json_ok(ref("History"), "The history."), **problems(400, 403, 404)},
-        openapi_extra=body(ref("HistoryUpdate")),
+        openapi_extra=body(ref("HistoryUpdate"), required=False),  # no body changes nothing
     )
     router.add_api_route(
         prefix + "/histories/{id}",

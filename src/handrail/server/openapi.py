@@ -285,7 +285,8 @@ def _prompt_request(agents: Sequence[str]) -> JsonSchema:
             "agent": _agent_field(agents),
         },
         "additionalProperties": False,
-        "not": {"required": ["prompt", "askResponse"]},
+        "oneOf": [{"required": ["prompt"]}, {"required": ["askResponse"]}],
+        "dependentRequired": {"askResponse": ["historyId"]},
     }
 
 
