@@ -330,3 +330,19 @@ async def test_405_names_every_method_of_the_path(
     assert response.status_code == 405
     assert response.headers["allow"] == allowed
     assert _problem(response)["detail"].endswith(f"; use {use}.")
+
+
+@pytest.mark.parametrize("raw", [b"\x0c", b"\x0b\x0b", b" \x1c "])
+async def test_a_body_of_non_json_whitespace_is_not_an_empty_body(api: Api, raw: bytes) -> None:
+    response = await api.request(
+        "POST", "/histories", content=raw, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert _problem(response)["title"] in ("Invalid JSON", "Validation failed")
+
+
+async def test_a_body_of_json_whitespace_is_empty(api: Api) -> None:
+    response = await api.request(
+        "POST", "/histories", content=b" \r\n\t", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 201

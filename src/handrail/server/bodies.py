@@ -21,6 +21,9 @@ __all__ = ["NO_BODY", "read_json", "runtime_of", "store_of"]
 #: What `read_json` returns for an empty body.
 NO_BODY: Final = object()
 
+#: The whitespace JSON allows around a value (RFC 8259): a body of only these is empty.
+JSON_WHITESPACE: Final = b" \t\r\n"
+
 
 def runtime_of(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
@@ -53,7 +56,7 @@ async def read_json(
             raise _too_large(limit)
         chunks.append(chunk)
     raw = b"".join(chunks)
-    if not raw.strip():
+    if not raw.strip(JSON_WHITESPACE):
         return NO_BODY
     try:
         return json.loads(raw)

@@ -285,7 +285,10 @@ def _prompt_request(agents: Sequence[str]) -> JsonSchema:
             "agent": _agent_field(agents),
         },
         "additionalProperties": False,
-        "oneOf": [{"required": ["prompt"]}, {"required": ["askResponse"]}],
+        "oneOf": [
+            {"required": ["prompt"]},
+            {"required": ["askResponse"], "not": {"required": ["attachments"]}},
+        ],
         "dependentRequired": {"askResponse": ["historyId"]},
     }
 
