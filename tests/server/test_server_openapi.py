@@ -137,7 +137,10 @@ async def test_body_schemas_say_what_the_server_takes(api: Api) -> None:
     assert schemas["PromptRequest"]["properties"]["agent"]["enum"] == agents
     assert schemas["PromptRequest"]["oneOf"] == [
         {"required": ["prompt"]},
-        {"required": ["askResponse"], "not": {"required": ["attachments"]}},
+        {"required": ["askResponse"]},
     ]
+    assert schemas["PromptRequest"]["dependentSchemas"] == {
+        "askResponse": {"not": {"required": ["attachments"]}}
+    }
     assert schemas["PromptRequest"]["dependentRequired"] == {"askResponse": ["historyId"]}
     assert schemas["HistoryUpdate"]["properties"]["title"]["pattern"] == "\\S"

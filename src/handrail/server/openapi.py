@@ -285,11 +285,9 @@ def _prompt_request(agents: Sequence[str]) -> JsonSchema:
             "agent": _agent_field(agents),
         },
         "additionalProperties": False,
-        "oneOf": [
-            {"required": ["prompt"]},
-            {"required": ["askResponse"], "not": {"required": ["attachments"]}},
-        ],
+        "oneOf": [{"required": ["prompt"]}, {"required": ["askResponse"]}],
         "dependentRequired": {"askResponse": ["historyId"]},
+        "dependentSchemas": {"askResponse": {"not": {"required": ["attachments"]}}},
     }
 
 
