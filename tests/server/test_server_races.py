@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from server_helpers import (
     start_api,
 )
 
+from demo_server import free_port
 from doubles import FlakyModel
 from handrail.runtime.models.base import ModelEvent, ModelRequest, TextDelta
 from handrail.runtime.runtime import Runtime
@@ -220,12 +220,6 @@ async def test_durable_across_apps(database_url: str, tmp_path: Path) -> None:
         assert len(await second.rows(history_id)) == 4
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_for(url: str, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -272,7 +266,7 @@ def test_durable_across_processes(tmp_path: Path) -> None:
         "agents:\n  - {name: helper, instructions: Be brief.}\n"
     )
     headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = _serve(config, port, tmp_path)
     try:
@@ -290,7 +284,7 @@ def test_durable_across_processes(tmp_path: Path) -> None:
         _stop(process)
     assert (tmp_path / "state.db").exists()
 
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = _serve(config, port, tmp_path)
     try:
@@ -315,7 +309,7 @@ class RunningServer:
 
 
 async def _start_uvicorn(app: Any) -> RunningServer:
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", ws="none"
     )

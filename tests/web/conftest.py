@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Playwright, expect, sync_playwright
-from web_pages import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, App, DemoServer
+from web_pages import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, App
+
+from demo_server import DemoServer
 
 expect.set_options(timeout=TIMEOUT_MS)
 

@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 from playwright.sync_api import expect
-from web_pages import App, DemoServer, command
+from web_pages import App, command
+
+from demo_server import DemoServer
 
 
 #: A 1x1 PNG, for a files answer.

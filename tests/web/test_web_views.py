@@ -4,7 +4,9 @@ in another tab."""
 from __future__ import annotations
 
 from playwright.sync_api import expect
-from web_pages import App, DemoServer, command
+from web_pages import App, command
+
+from demo_server import DemoServer
 
 #: A plain confirm the scripted model asks when told to.
 TABLE = {
