@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gc
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +133,15 @@ async def test_with_echo_every_statement_is_logged(
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "INSERT INTO histories" in logged
     assert "FROM histories" in logged
+
+
+async def test_prepared_plans_go_with_their_database(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    await db.migrate()
+    await db.read(_GET.all, {"history_id": "x"})
+    dialect = weakref.ref(db.engine.dialect)
+    assert _GET._plan(db.engine.dialect) is not None
+    await db.close()
+    del db
+    gc.collect()
+    assert dialect() is None

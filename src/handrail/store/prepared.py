@@ -64,6 +64,9 @@ class _Plan:
         ]
 
 
+_PLANS = "_handrail_prepared_plans"
+
+
 def _single(processor: object) -> Processor:
     if processor is None or callable(processor):
         return cast(Processor, processor)
@@ -74,17 +77,22 @@ class Prepared:
     """One statement, compiled once per dialect and run with the least work the driver
     allows. Every parameter must be a named `bindparam` (or a literal of the statement)."""
 
-    __slots__ = ("_plans", "statement")
+    __slots__ = ("statement",)
 
     def __init__(self, statement: Statement) -> None:
         self.statement = statement
-        self._plans: dict[Dialect, _Plan] = {}
 
     def _plan(self, dialect: Dialect) -> _Plan | None:
         """The compiled plan, or None when the driver is not one this module runs directly."""
         if dialect.driver != "pysqlite" or dialect.paramstyle != "qmark":
             return None
-        plan = self._plans.get(dialect)
+        # The plans live on the dialect, so they go when its engine does (a compiled statement
+        # refers to its dialect, so a cache keyed by dialect elsewhere would keep it alive).
+        plans: dict[Prepared, _Plan] | None = getattr(dialect, _PLANS, None)
+        if plans is None:
+            plans = {}
+            setattr(dialect, _PLANS, plans)
+        plan = plans.get(self)
         if plan is None:
             compiled = self.statement.compile(dialect=dialect)
             names = tuple(compiled.positiontup or ())
@@ -99,7 +107,7 @@ class Prepared:
                     for entry in getattr(compiled, "_result_columns", ())
                 ),
             )
-            self._plans[dialect] = plan  # a race only compiles twice
+            plans[self] = plan  # a race only compiles twice
         return plan
 
     def _cursor(self, connection: Connection) -> sqlite3.Cursor:
