@@ -9,11 +9,15 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from types import ModuleType
+from typing import Any, Final, TypeVar
 
 from ...asks.files import cut_text_file, file_summary_line, is_text_file_mime_type
 from ..messages import FilePart, ToolResultMessage
+from .base import ModelError
+
+T = TypeVar("T")
 
 INVALID_ARGUMENTS_KEY: Final = "__invalid_json__"
 """The only key of a tool call's arguments when the model sent arguments that are not a JSON
@@ -157,3 +161,58 @@ def status_error_message(
         return f"{head}the provider reported an error during the stream ({kind}){text}"
     text = f": {scrub(detail, secrets=secrets)}" if detail else ""
     return f"{head}the provider rejected the request (HTTP {status}{suffix}){text}"
+
+
+def sdk_error(
+    exc: Exception,
+    sdk: ModuleType,
+    *,
+    model_name: str,
+    host: str | None,
+    key_env: str,
+    secrets: tuple[str | None, ...],
+    fallback: str,
+    stream_message: bool = False,
+) -> ModelError:
+    """A provider SDK's error as a safe `ModelError`. `sdk` is the ``openai`` or ``anthropic``
+    module: both SDKs raise the same classes (timeout, connection, status and stream errors).
+    With `stream_message`, an error event in a stream shows the SDK's message when its body has
+    none. `fallback` is the message for any other error of the SDK."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return ModelError(f"Model {model_name}: the request timed out.")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ModelError(f"Model {model_name}: could not connect to {host or 'the API'}.")
+    if isinstance(exc, sdk.APIStatusError | sdk.APIError):
+        code, detail = error_body_details(exc.body)
+        status = exc.status_code if isinstance(exc, sdk.APIStatusError) else 200
+        if stream_message and status == 200:
+            detail = detail or exc.message
+        return ModelError(
+            status_error_message(
+                model_name, status, code=code, detail=detail, key_env=key_env, secrets=secrets
+            )
+        )
+    return ModelError(fallback)
+
+
+async def guarded_stream(
+    items: AsyncIterator[T],
+    errors: type[Exception],
+    to_error: Callable[[Any], ModelError],
+    *,
+    model_name: str,
+    close: Callable[[], Awaitable[None]],
+) -> AsyncGenerator[T, None]:
+    """`items` with the SDK's `errors` turned into `to_error(exc)` and anything else the stream
+    raises into a `ModelError` that it was malformed or cut off; `close` runs at the end."""
+    try:
+        async for item in items:
+            yield item
+    except errors as exc:
+        raise to_error(exc) from exc
+    except Exception as exc:
+        raise ModelError(
+            f"Model {model_name}: the stream was malformed or cut off ({type(exc).__name__})."
+        ) from exc
+    finally:
+        await close()

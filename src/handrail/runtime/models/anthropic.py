@@ -43,14 +43,14 @@ from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, U
 from ._convert import (
     base64_data,
     compact_json,
-    error_body_details,
     file_kind,
     file_media_type,
     file_not_shown,
     file_summary,
     file_text,
+    guarded_stream,
     parse_tool_arguments,
-    status_error_message,
+    sdk_error,
     tool_result_text,
 )
 from .base import ModelError, ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallPart, ToolSpec
@@ -291,57 +291,33 @@ class AnthropicModel:
             )
         yield StepEnd(finish_reason=stop_reason, usage=usage)
 
-    async def _events(
+    def _events(
         self, sdk_stream: anthropic.AsyncStream[RawMessageStreamEvent]
     ) -> AsyncGenerator[RawMessageStreamEvent, None]:
-        """The SDK's events, with its errors (and the transport's) turned into `ModelError`."""
-        try:
-            async for event in sdk_stream:
-                yield event
-        except anthropic.AnthropicError as exc:
-            raise self._error(exc) from exc
-        except Exception as exc:
-            raise ModelError(
-                f"Model {self.name}: the stream was malformed or cut off ({type(exc).__name__})."
-            ) from exc
-        finally:
-            await sdk_stream.close()
+        """The SDK's stream, with its errors (and the transport's) turned into `ModelError`."""
+        return guarded_stream(
+            sdk_stream,
+            anthropic.AnthropicError,
+            self._error,
+            model_name=self.name,
+            close=sdk_stream.close,
+        )
 
     def _secrets(self) -> tuple[str | None, ...]:
         key = getattr(self._client, "api_key", None)
         return (key,) if isinstance(key, str) else ()
 
     def _error(self, exc: anthropic.AnthropicError) -> ModelError:
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ModelError(f"Model {self.name}: the request timed out.")
-        if isinstance(exc, anthropic.APIConnectionError):
-            host = self._client.base_url.host or "the API"
-            return ModelError(f"Model {self.name}: could not connect to {host}.")
-        if isinstance(exc, anthropic.APIStatusError):
-            code, detail = error_body_details(exc.body)
-            return ModelError(
-                status_error_message(
-                    self.name,
-                    exc.status_code,
-                    code=code,
-                    detail=detail,
-                    key_env="ANTHROPIC_API_KEY",
-                    secrets=self._secrets(),
-                )
-            )
-        if isinstance(exc, anthropic.APIError):
-            code, detail = error_body_details(exc.body)
-            return ModelError(
-                status_error_message(
-                    self.name,
-                    200,
-                    code=code,
-                    detail=detail,
-                    key_env="ANTHROPIC_API_KEY",
-                    secrets=self._secrets(),
-                )
-            )
-        return ModelError(
-            f"Model {self.name}: the Anthropic client failed ({type(exc).__name__}); check "
-            "ANTHROPIC_API_KEY."
+        return sdk_error(
+            exc,
+            anthropic,
+            model_name=self.name,
+            host=self._client.base_url.host,
+            key_env="ANTHROPIC_API_KEY",
+            secrets=self._secrets(),
+            fallback=(
+                f"Model {self.name}: the Anthropic client failed ({type(exc).__name__}); check "
+                "ANTHROPIC_API_KEY."
+            ),
+            stream_message=False,
         )

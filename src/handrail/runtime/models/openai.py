@@ -45,13 +45,13 @@ from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, U
 from ._convert import (
     compact_json,
     data_url,
-    error_body_details,
     file_kind,
     file_not_shown,
     file_summary,
     file_text,
+    guarded_stream,
     parse_tool_arguments,
-    status_error_message,
+    sdk_error,
     tool_result_text,
 )
 from .base import ModelError, ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallPart, ToolSpec
@@ -287,54 +287,30 @@ class OpenAIModel:
             )
         yield StepEnd(finish_reason=finish_reason, usage=usage)
 
-    async def _chunks(
+    def _chunks(
         self, sdk_stream: openai.AsyncStream[ChatCompletionChunk]
     ) -> AsyncGenerator[ChatCompletionChunk, None]:
-        """The SDK's chunks, with its errors (and the transport's) turned into `ModelError`."""
-        try:
-            async for chunk in sdk_stream:
-                yield chunk
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
-        except Exception as exc:
-            raise ModelError(
-                f"Model {self.name}: the stream was malformed or cut off ({type(exc).__name__})."
-            ) from exc
-        finally:
-            await sdk_stream.close()
+        """The SDK's stream, with its errors (and the transport's) turned into `ModelError`."""
+        return guarded_stream(
+            sdk_stream,
+            openai.OpenAIError,
+            self._error,
+            model_name=self.name,
+            close=sdk_stream.close,
+        )
 
     def _secrets(self) -> tuple[str | None, ...]:
         key = getattr(self._client, "api_key", None)
         return (key,) if isinstance(key, str) else ()
 
     def _error(self, exc: openai.OpenAIError) -> ModelError:
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelError(f"Model {self.name}: the request timed out.")
-        if isinstance(exc, openai.APIConnectionError):
-            host = self._client.base_url.host or "the API"
-            return ModelError(f"Model {self.name}: could not connect to {host}.")
-        if isinstance(exc, openai.APIStatusError):
-            code, detail = error_body_details(exc.body)
-            return ModelError(
-                status_error_message(
-                    self.name,
-                    exc.status_code,
-                    code=code,
-                    detail=detail,
-                    key_env="OPENAI_API_KEY",
-                    secrets=self._secrets(),
-                )
-            )
-        if isinstance(exc, openai.APIError):
-            code, detail = error_body_details(exc.body)
-            return ModelError(
-                status_error_message(
-                    self.name,
-                    200,
-                    code=code,
-                    detail=detail or exc.message,
-                    key_env="OPENAI_API_KEY",
-                    secrets=self._secrets(),
-                )
-            )
-        return ModelError(f"Model {self.name}: the OpenAI client failed ({type(exc).__name__}).")
+        return sdk_error(
+            exc,
+            openai,
+            model_name=self.name,
+            host=self._client.base_url.host,
+            key_env="OPENAI_API_KEY",
+            secrets=self._secrets(),
+            fallback=f"Model {self.name}: the OpenAI client failed ({type(exc).__name__}).",
+            stream_message=True,
+        )
