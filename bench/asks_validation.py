@@ -30,16 +30,12 @@ rounds, relative to the median.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Annotated, Any, Literal
@@ -54,24 +50,12 @@ except ImportError as error:  # pragma: no cover - a hint for a bare environment
         "pip install -e '.[bench]') and run again."
     )
 
+from _common import PLAN_ASK, fmt_time, machine_line, package_version, print_table
 from handrail.asks import ASK_LIMITS, ask_input_json_schema, validate_ask_input
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT.parent / "shared" / "conformance" / "terreno"
 
-#: The spec's "Choose a plan" example (agent-ui-asks.md, section "choice").
-PLAN_ASK: dict[str, Any] = {
-    "title": "Choose a plan",
-    "prompt": "Which plan should I set up?",
-    "select": "one",
-    "options": [
-        {"id": "starter", "label": "Starter", "description": "$0, one seat"},
-        {"id": "team", "label": "Team", "description": "$20 per seat"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "default": ["team"],
-    "submitLabel": "Set up plan",
-}
 
 #: The plan ask with an unknown key and an option id that breaks the pattern.
 BAD_PLAN_ASK: dict[str, Any] = {
@@ -295,34 +279,8 @@ def run_rounds(contenders: Sequence[Contender], rounds: int, batch_ns: float) ->
 # --- reporting ----------------------------------------------------------------------------------
 
 
-def fmt_time(ns: float) -> str:
-    if ns >= 1_000_000:
-        return f"{ns / 1_000_000:.2f} ms"
-    if ns >= 1_000:
-        return f"{ns / 1_000:.2f} µs"
-    return f"{ns:.0f} ns"
-
-
 def fmt_rate(ns: float) -> str:
     return f"{1e9 / ns:,.0f}/s"
-
-
-def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    print(f"\n{title}")
-    line = "  ".join(
-        h.ljust(w) if i == 0 else h.rjust(w)
-        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
-    )
-    print(line)
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print(
-            "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=True))
-            )
-        )
 
 
 def contender_rows(contenders: Sequence[Contender], ours: Contender) -> list[list[str]]:
@@ -345,21 +303,10 @@ def contender_rows(contenders: Sequence[Contender], ours: Contender) -> list[lis
 HEADERS = ("contender", "median/call", "validations", "noise", "calls/batch", "time/ours")
 
 
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "?"
-
-
-def machine_line() -> str:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+def versions_line() -> str:
     return (
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC | {platform.machine()} "
-        f"{platform.system()} | {cpus} CPUs | Python {platform.python_version()} | "
         f"handrail {package_version('handrail')}, pydantic {pydantic.VERSION}, "
-        f"jsonschema {package_version('jsonschema')} | load {load}"
+        f"jsonschema {package_version('jsonschema')}"
     )
 
 
@@ -404,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     batch_ns = args.batch_ms * 1_000_000
 
     print("handrail bench: validate_ask_input vs pydantic v2 vs jsonschema Draft7Validator")
-    print(machine_line())
+    print(machine_line(versions_line()))
     print(
         f"{args.rounds} interleaved rounds, batches of about {args.batch_ms:g} ms; median per call "
         "shown, noise = half the interquartile range / median"

@@ -41,13 +41,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import datetime as dt
 import gc
 import http.client
 import io
 import json
 import os
-import platform
 import pstats
 import signal
 import socket
@@ -60,30 +58,18 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, TypedDict
 
+from _common import PLAN_ASK, machine_line, package_version, print_table
+from _common import fmt_time as common_fmt_time
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
 from handrail.store import Store
 
-#: The spec's "Choose a plan" example (agent-ui-asks.md, section "choice").
-PLAN_ASK: dict[str, Any] = {
-    "title": "Choose a plan",
-    "prompt": "Which plan should I set up?",
-    "select": "one",
-    "options": [
-        {"id": "starter", "label": "Starter", "description": "$0, one seat"},
-        {"id": "team", "label": "Team", "description": "$20 per seat"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "default": ["team"],
-    "submitLabel": "Set up plan",
-}
 PROMPT = "ask_choice " + json.dumps(PLAN_ASK)
 ANSWER: dict[str, Any] = {"action": "accept", "content": {"selected": ["team"]}}
 REPLY = "ask_choice returned: " + json.dumps(ANSWER, separators=(",", ":"))
@@ -688,48 +674,17 @@ def db_bytes(db_path: Path) -> int:
 
 
 def fmt_time(ns: float) -> str:
-    if ns >= 1_000_000:
-        return f"{ns / 1_000_000:.2f} ms"
-    if ns >= 1_000:
-        return f"{ns / 1_000:.0f} µs"
-    return f"{ns:.0f} ns"
+    return common_fmt_time(ns, micro_digits=0)
 
 
 def fmt_mb(value: float, *, sign: bool = False) -> str:
     return f"{value / 1_048_576:{'+' if sign else ''}.1f} MiB"
 
 
-def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    print(f"\n{title}\n{line(headers)}\n{'  '.join('-' * w for w in widths)}")
-    for row in rows:
-        print(line(row))
-
-
-def package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "?"
-
-
-def machine_line() -> str:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+def versions_line() -> str:
     names = ("handrail", "langgraph", "langgraph-checkpoint-sqlite", "sqlalchemy", "uvicorn")
     versions = ", ".join(f"{name} {package_version(name)}" for name in (*names, "uvloop"))
-    return (
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC | {platform.machine()} "
-        f"{platform.system()} | {cpus} CPUs | Python {platform.python_version()} | "
-        f"SQLite {sqlite3.sqlite_version} | {versions} | load {load}"
-    )
+    return f"SQLite {sqlite3.sqlite_version} | {versions}"
 
 
 def verdict(ok: bool) -> str:
@@ -951,7 +906,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print("handrail bench: one ask-and-answer cycle, durable on SQLite (synchronous=FULL)")
-    print(machine_line())
+    print(machine_line(versions_line()))
     with tempfile.TemporaryDirectory(prefix="handrail-bench-") as folder:
         status = race(args, Path(folder)) if args.rounds > 0 else 0
         if status == 0 and args.paused > 0:
