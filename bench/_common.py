@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import os
 import platform
@@ -9,19 +10,10 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-#: The spec's "Choose a plan" example (agent-ui-asks.md, section "choice").
-PLAN_ASK: dict[str, Any] = {
-    "title": "Choose a plan",
-    "prompt": "Which plan should I set up?",
-    "select": "one",
-    "options": [
-        {"id": "starter", "label": "Starter", "description": "$0, one seat"},
-        {"id": "team", "label": "Team", "description": "$20 per seat"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "default": ["team"],
-    "submitLabel": "Set up plan",
-}
+from handrail.demo.agent import PLAN_PICKER
+
+#: The spec's "Choose a plan" example (agent-ui-asks.md), as the demo agent asks it.
+PLAN_ASK: dict[str, Any] = copy.deepcopy(dict(PLAN_PICKER))
 
 
 def fmt_time(ns: float, *, micro_digits: int = 2) -> str:
