@@ -12,7 +12,7 @@ import httpx
 from playwright.sync_api import expect
 from web_pages import App, command
 
-from demo_server import DemoServer
+from demo_server import TOKENS, DemoServer
 
 
 #: A 1x1 PNG, for a files answer.
@@ -117,7 +117,11 @@ def test_confirm_book_a_table(app: App, demo_server: DemoServer) -> None:
 
 def _booking_posts(demo_server: DemoServer) -> int:
     """How many bookings the demo's booking API was asked to make."""
-    stats = httpx.get(demo_server.url + "/demo/booking/stats", timeout=10).json()["requests"]
+    stats = httpx.get(
+        demo_server.url + "/demo/booking/stats",
+        headers={"Authorization": f"Bearer {TOKENS['admin']}"},
+        timeout=10,
+    ).json()["requests"]
     return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
 
 

@@ -11,6 +11,7 @@ agent follows `PLAYBOOK`; with a real provider the same agent and tools answer w
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -75,6 +76,16 @@ def demo_config(
     )
 
 
+def _booking_control_token(config: ServerConfig) -> str:
+    """The bearer token the demo's booking API takes for ``/stats`` and ``/control``: the
+    first admin user's (``demo-admin``). With no admin, a random one nobody knows, so those
+    routes are closed."""
+    for user in config.users:
+        if user.admin and user.token:
+            return user.token
+    return secrets.token_urlsafe(32)
+
+
 def create_demo_app(
     database: Path = DEFAULT_DEMO_FOLDER / DEMO_DATABASE_NAME,
     *,
@@ -100,7 +111,8 @@ def create_demo_app(
     app.state.playbook_notes = dict(PLAYBOOK_NOTES)
     add_demo_route(app.router, config.api_prefix, config.users)
     # The example booking API, called by the booking action set over real HTTP on loopback.
-    app.mount(BOOKING_MOUNT, create_booking_app())
+    # Its request log and fault injection are the admin's alone (`_booking_control_token`).
+    app.mount(BOOKING_MOUNT, create_booking_app(control_token=_booking_control_token(config)))
 
     inner = app.router.lifespan_context
 

@@ -35,6 +35,12 @@ Fault injection, for tests:
   It answers ``{"queued": {"/bookings": n, "/slots": m}}``.
 - ``POST /control/reset``: forget everything (slots, bookings, keys, faults, stats).
 
+With a ``control_token`` (the demo server passes its admin's token), ``/stats``, ``/control``
+and ``/control/reset`` answer only a request with ``Authorization: Bearer <control_token>``:
+without a bearer token they answer ``401`` (``ADMIN_TOKEN_REQUIRED``), with another token ``403``
+(``ADMIN_TOKEN_WRONG``), both as problem JSON (``{status, title, detail, code}``). The booking
+routes stay open. Without one (the default, for tests on a loopback port) every route is open.
+
 Every app from `create_booking_app` has its own state, in memory. `serve_booking_api` runs one
 with uvicorn on a loopback port, and `booking_action_set` compiles the action set that calls it
 (``booking.yaml`` beside this module) with that base URL::
@@ -222,11 +228,17 @@ class BookingService:
 
 
 def create_booking_app(
-    *, token_ttl_s: float = TOKEN_TTL_S, clock: Callable[[], float] = time.monotonic
+    *,
+    token_ttl_s: float = TOKEN_TTL_S,
+    clock: Callable[[], float] = time.monotonic,
+    control_token: str | None = None,
 ) -> Starlette:
     """A new booking API (an ASGI app) with its own empty state, kept in ``app.state.booking``
     (a `BookingService`). Slot tokens stay valid `token_ttl_s` seconds after they are handed
-    out, measured with `clock`."""
+    out, measured with `clock`. With `control_token`, ``/stats`` and ``/control`` need it as
+    a bearer token (401 or 403 otherwise)."""
+    if control_token is not None and not control_token:
+        raise ValueError("control_token must be a non-empty string, or None for open routes.")
     service = BookingService(token_ttl_s=token_ttl_s, clock=clock)
 
     async def slots(request: Request) -> Response:
@@ -255,6 +267,9 @@ def create_booking_app(
         return JSONResponse(booking)
 
     async def control(request: Request) -> Response:
+        refused = _refused(request, control_token)
+        if refused is not None:
+            return refused
         try:
             data = await request.json()
             path, faults = _parse_control(data)
@@ -263,10 +278,16 @@ def create_booking_app(
         return JSONResponse({"queued": service.queue(path, faults)})
 
     async def reset(request: Request) -> Response:
+        refused = _refused(request, control_token)
+        if refused is not None:
+            return refused
         service.reset()
         return JSONResponse({"reset": True})
 
     async def stats(request: Request) -> Response:
+        refused = _refused(request, control_token)
+        if refused is not None:
+            return refused
         return JSONResponse({"requests": list(service.requests)})
 
     app = Starlette(
@@ -473,3 +494,44 @@ def _app_path(scope: Scope) -> str:
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "code": code}, status_code=status)
+
+
+_CONTROL_ROUTES: Final = "GET /stats, POST /control and POST /control/reset"
+
+
+def _refused(request: Request, control_token: str | None) -> Response | None:
+    """The 401 or 403 for a control route called without `control_token` as its bearer
+    token; None when it may go on (or every route is open)."""
+    if control_token is None:
+        return None
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return _problem(
+            401,
+            "Unauthorized",
+            "ADMIN_TOKEN_REQUIRED",
+            f"{_CONTROL_ROUTES} of the booking API need the admin's bearer token "
+            "(the demo's admin user): send Authorization: Bearer <token>.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if not secrets.compare_digest(token.encode(), control_token.encode()):
+        return _problem(
+            403,
+            "Forbidden",
+            "ADMIN_TOKEN_WRONG",
+            f"{_CONTROL_ROUTES} of the booking API take only the admin's bearer token "
+            "(the demo's admin user), not this one.",
+        )
+    return None
+
+
+def _problem(
+    status: int, title: str, code: str, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"status": status, "title": title, "detail": detail, "code": code},
+        status_code=status,
+        headers=headers,
+        media_type="application/problem+json",
+    )
