@@ -14,6 +14,13 @@ runs fastest without blocking the event loop:
 - PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
   (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
+No log and no error message ever holds a value: every engine is made with
+``hide_parameters=True`` (a failed statement's message, and the statements ``echo`` logs,
+show no bound parameters), the result rows SQLAlchemy logs at DEBUG are dropped, and a
+PostgreSQL error loses its ``DETAIL`` (which names the values of a failing row or key) and the
+values asyncpg quotes for an argument it cannot encode (`without_values`). The SQL and the
+constraint's name stay.
+
 Every SQLite connection gets ``journal_mode=WAL``, ``foreign_keys=ON``, a 30 second
 ``busy_timeout`` and the chosen ``synchronous`` level. Transactions that write start with
 ``BEGIN IMMEDIATE``, so two writers queue up instead of failing on a lock upgrade.
@@ -29,7 +36,9 @@ import asyncio
 import collections
 import contextlib
 import functools
+import logging
 import queue
+import re
 import sqlite3
 import threading
 import time
@@ -56,6 +65,7 @@ __all__ = [
     "driver_url",
     "first_row",
     "row_count",
+    "without_values",
 ]
 
 #: The embedded default: a SQLite file in the working folder.
@@ -75,6 +85,10 @@ BUSY_TIMEOUT_S: Final = 30
 #: How many SQLite transactions run at once (each on its own thread and connection). WAL lets
 #: readers go on beside the one writer; writers queue on the database's lock.
 SQLITE_THREADS: Final = 4
+
+#: The name of handrail's engines in SQLAlchemy's logs: they log to
+#: ``sqlalchemy.engine.Engine.handrail``.
+LOGGING_NAME: Final = "handrail"
 
 Backend = Literal["sqlite", "postgresql"]
 
@@ -160,6 +174,47 @@ def _execute_waiting(cursor: sqlite3.Cursor, statement: str) -> None:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
+
+
+# --- no values in logs ------------------------------------------------------------------------
+
+
+class _NoRows(logging.Filter):
+    """Drops the lines of result rows that SQLAlchemy logs at DEBUG: rows hold prompts,
+    answers and prepared requests. Statements (with their parameters hidden) and column names
+    still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg
+        return not (isinstance(message, str) and message.endswith("Row %r"))
+
+
+logging.getLogger(f"sqlalchemy.engine.Engine.{LOGGING_NAME}").addFilter(_NoRows())
+
+#: asyncpg's message for an argument it cannot encode quotes the value: what follows the
+#: argument's number goes.
+_ARGUMENT_VALUE: Final = re.compile(r"(invalid input for query argument \$\d+):.*", re.DOTALL)
+_VALUE_HIDDEN: Final = r"\1 (the value is not shown)"
+
+
+def without_values(error: BaseException) -> BaseException:
+    """`error` (and every error it was raised from) without the values PostgreSQL and asyncpg
+    put in their messages: a server error's ``DETAIL`` ("Failing row contains (...)", "Key
+    (id)=(...) already exists") is removed, and the value asyncpg quotes for an argument it
+    cannot encode is cut, in place. Returns `error`."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [error]
+    while stack:
+        item = stack.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        stack += [item.__cause__, item.__context__, getattr(item, "orig", None)]
+        if type(item).__module__.startswith("asyncpg") and getattr(item, "detail", None):
+            item.detail = None  # type: ignore[attr-defined]
+        if item.args and isinstance(item.args[0], str) and "query argument" in item.args[0]:
+            item.args = (_ARGUMENT_VALUE.sub(_VALUE_HIDDEN, item.args[0]), *item.args[1:])
+    return error
 
 
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
@@ -281,7 +336,9 @@ class Database:
             # One thread for an in-memory database: its one connection is shared.
             self._executor = _Workers(1 if memory else SQLITE_THREADS, "handrail-sqlite")
         else:
-            self.engine = create_async_engine(self.url, echo=echo)
+            self.engine = create_async_engine(
+                self.url, echo=echo, hide_parameters=True, logging_name=LOGGING_NAME
+            )
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
             if self.backend == "postgresql"
@@ -294,18 +351,22 @@ class Database:
         if not memory and database and not database.startswith("file:"):
             # A new SQLite file's folder is made for it, as the file itself would be.
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        connect_args = {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+        options: dict[str, Any] = {
+            "connect_args": {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+            "echo": echo,
+            "hide_parameters": True,
+            "logging_name": LOGGING_NAME,
+        }
         engine = (
             # One shared connection, or each thread would get its own empty database.
-            create_engine(self.url, connect_args=connect_args, poolclass=pool.StaticPool, echo=echo)
+            create_engine(self.url, poolclass=pool.StaticPool, **options)
             if memory
             else create_engine(
                 self.url,
-                connect_args=connect_args,
                 poolclass=pool.QueuePool,
                 pool_size=SQLITE_THREADS,
                 max_overflow=0,
-                echo=echo,
+                **options,
             )
         )
         pragmas = (
@@ -345,12 +406,16 @@ class Database:
         work: Callable[..., T],
         args: tuple[Any, ...],
     ) -> T:
-        if isinstance(engine, AsyncEngine):
-            async with engine.begin() as connection:
-                return await connection.run_sync(work, *args)
-        if self._executor is None:
-            raise RuntimeError("The database is closed.")
-        return await self._executor.run(self._in_transaction, writes, work, args)
+        try:
+            if isinstance(engine, AsyncEngine):
+                async with engine.begin() as connection:
+                    return await connection.run_sync(work, *args)
+            if self._executor is None:
+                raise RuntimeError("The database is closed.")
+            return await self._executor.run(self._in_transaction, writes, work, args)
+        except Exception as exc:
+            without_values(exc)
+            raise
 
     def _in_transaction(self, writes: bool, work: Callable[..., T], args: tuple[Any, ...]) -> T:
         """On a SQLite worker thread: `work` in a transaction on the thread's own connection."""

@@ -10,7 +10,8 @@ statements. Elsewhere (asyncpg) it goes through `Connection.execute`.
 
 Rows come back as plain dicts (column name to value) on both paths. SQLAlchemy's statement
 events do not see the direct path, so an engine made with ``echo=True`` (`Database(echo=True)`)
-takes the `Connection.execute` path, and its log shows every statement.
+takes the `Connection.execute` path, and its log shows every statement (never its parameters:
+the engine hides them, see `handrail.store.db`).
 
     _GET = Prepared(select(histories).where(histories.c.id == bindparam("history_id")))
     row = _GET.first(connection, {"history_id": history_id})
