@@ -24,6 +24,7 @@ from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
+from handrail.server.problems import problem_for
 from handrail.store import Store
 
 ALICE = Principal(user_id="alice")
@@ -143,14 +144,14 @@ async def test_the_same_confirmation_again_or_twice_at_once_sends_nothing_more(
         ),
         return_exceptions=True,
     )
-    assert sorted(type(r).__name__ for r in results) == ["Conflict", "Turn"]
+    assert sorted(type(r).__name__ for r in results) == ["NotPending", "Turn"]
     await booking.runtime.aclose()
     assert len(await booking.posts()) == 1
     with pytest.raises(Conflict) as again:
         await booking.runtime.start_answer(
             ALICE, history_id, {"toolCallId": ask["toolCallId"], **CONFIRM}
         )
-    assert again.value.status == 409
+    assert problem_for(again.value)["status"] == 409
     assert len(await booking.posts()) == 1
 
 
@@ -161,7 +162,7 @@ async def test_an_expired_confirmation_is_rejected(booking: Booking) -> None:
     assert history is not None
     assert history.pending_ask is not None
     # Time passes: the confirmation's expiry is behind us.
-    past = dict(history.pending_ask, expiresAt="2020-01-01T00:00:00.000Z")
+    past = history.pending_ask.replace(expires_at="2020-01-01T00:00:00.000Z")
     from handrail.store import HistoryChange
 
     await booking.store.histories.apply(
@@ -170,7 +171,7 @@ async def test_an_expired_confirmation_is_rejected(booking: Booking) -> None:
     with pytest.raises(Conflict) as caught:
         await booking.answer(ask, **CONFIRM)
     assert caught.value.code == "CONFIRMATION_STALE"
-    assert caught.value.title == "Confirmation expired"
+    assert problem_for(caught.value)["title"] == "Confirmation expired"
     assert await booking.posts() == []
     record = await booking.store.confirmations.get(ask["toolCallId"].removeprefix("confirmation_"))
     assert record is not None

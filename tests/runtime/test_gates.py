@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from doubles import add_notes_tools, starting_notes
-from handrail.errors import BadRequest, Conflict
+from handrail.errors import Conflict, InvalidRequest
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
@@ -325,7 +325,7 @@ async def test_crafted_answers_run_nothing(store: Store) -> None:
         {"action": "accept", "content": {"confirmed": True, "scope": "forever"}},
         {"action": "accept", "content": {"approved": True}},
     ):
-        with pytest.raises(BadRequest):
+        with pytest.raises(InvalidRequest):
             await runtime.start_answer(ALICE, chat.history_id, {"toolCallId": approval_id, **bad})
     assert ran == []
     history = await store.histories.get(chat.history_id)
@@ -337,7 +337,7 @@ async def test_scope_is_refused_on_model_asks(store: Store) -> None:
     agent, _notes, _ran = notes_agent()
     chat = Chat(Runtime(store=store, agents=agent, model=ScriptedModel()))
     events = await chat.say('ask_confirm {"prompt": "Go?"}')
-    with pytest.raises(BadRequest) as caught:
+    with pytest.raises(InvalidRequest) as caught:
         await chat.answer(events, action="accept", content={"confirmed": True, "scope": "always"})
     assert [f["code"] for f in caught.value.fields] == ["UNKNOWN_KEY"]  # type: ignore[union-attr]
 
@@ -430,7 +430,7 @@ async def test_clarify_pauses_and_takes_clarify_answers(store: Store) -> None:
             {"id": "id_mode", "kind": "choice", "values": ["unique"]},
         ],
     }
-    with pytest.raises(BadRequest):
+    with pytest.raises(InvalidRequest):
         await chat.answer(
             events, action="accept", content={"protocol": "appwrite.clarify/v1", "answers": []}
         )

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from doubles import FlakyModel
-from handrail.errors import BadRequest, Conflict, Forbidden, NotFound
+from handrail.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from handrail.policy import ToolHints
 from handrail.runtime.agent import Agent, Tool, ToolError
 from handrail.runtime.models.base import ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
+from handrail.server.problems import problem_for
 from handrail.store import Store
 
 ALICE = Principal(user_id="alice")
@@ -119,7 +120,7 @@ async def test_wire_example_ask_pause_answer_resume(store: Store) -> None:
     history = await store.histories.get(history_id)
     assert history is not None
     assert history.pending_ask is not None
-    assert history.pending_ask["promptIndex"] == 1
+    assert history.pending_ask.prompt_index == 1
 
     answer = {"toolCallId": call_id, "action": "accept", "content": {"selected": ["team"]}}
     events = await run(runtime.start_answer(ALICE, history_id, answer))
@@ -207,9 +208,9 @@ async def test_confirm_decline_is_refused_and_the_ask_stays_pending(store: Store
     runtime = make_runtime(store)
     events = await run(runtime.start_prompt(ALICE, command("ask_confirm", {"prompt": "Go?"})))
     history_id, call_id = events[0]["historyId"], events[0]["ask"]["toolCallId"]
-    with pytest.raises(BadRequest) as caught:
+    with pytest.raises(InvalidRequest) as caught:
         await runtime.start_answer(ALICE, history_id, {"toolCallId": call_id, "action": "decline"})
-    assert caught.value.title == "Invalid askResponse"
+    assert problem_for(caught.value)["title"] == "Invalid askResponse"
     assert caught.value.fields == [
         {
             "path": "action",
@@ -251,7 +252,7 @@ async def test_a_second_ask_after_an_answer(store: Store) -> None:
     history = await store.histories.get(history_id)
     assert history is not None
     assert history.pending_ask is not None
-    assert history.pending_ask["promptIndex"] == 1  # the same user message as the first ask
+    assert history.pending_ask.prompt_index == 1  # the same user message as the first ask
     events = await run(
         runtime.start_answer(
             ALICE,
@@ -314,7 +315,7 @@ async def test_two_concurrent_answers_one_wins(store: Store) -> None:
         runtime.start_answer(ALICE, history_id, answer),
         return_exceptions=True,
     )
-    assert sorted(type(r).__name__ for r in results) == ["Conflict", "Turn"]
+    assert sorted(type(r).__name__ for r in results) == ["NotPending", "Turn"]
     await runtime.aclose()
     stored = await rows(store, history_id)
     assert len([r for r in stored if r["type"] == "tool-result"]) == 1
@@ -358,7 +359,7 @@ async def test_model_failure_after_output_keeps_the_answer(store: Store) -> None
     assert stored[1]["ask"]["status"] == "answered"
     with pytest.raises(Conflict) as caught:
         await runtime.start_answer(ALICE, history_id, answer)
-    assert caught.value.title == "This ask is no longer pending"
+    assert problem_for(caught.value)["title"] == "This ask is no longer pending"
 
 
 async def test_owner_checks_and_unknown_history(store: Store) -> None:
@@ -389,9 +390,9 @@ async def test_compact_turn_offers_only_compact_kinds(store: Store) -> None:
         runtime.start_prompt(ALICE, command("ask_confirm", {"prompt": "Go?"}), surface="compact")
     )
     assert events[0]["ask"]["simple"]["handoff"] is False
-    with pytest.raises(BadRequest) as caught:
+    with pytest.raises(InvalidRequest) as caught:
         await runtime.start_prompt(ALICE, "hi", surface="watch")
-    assert caught.value.title == "surface is not a known surface"
+    assert problem_for(caught.value)["title"] == "surface is not a known surface"
 
 
 async def test_host_tool_runs_and_tool_error_reaches_the_model(store: Store) -> None:
@@ -564,9 +565,9 @@ async def test_files_answer_errors_leave_the_ask_pending(store: Store) -> None:
     ]
     for ref, path, code in cases:
         answer = {"toolCallId": call_id, "action": "accept", "content": {"files": [ref]}}
-        with pytest.raises(BadRequest) as caught:
+        with pytest.raises(InvalidRequest) as caught:
             await runtime.start_answer(ALICE, history_id, answer)
-        assert caught.value.title == "Invalid askResponse"
+        assert problem_for(caught.value)["title"] == "Invalid askResponse"
         assert [(f["path"], f["code"]) for f in caught.value.fields] == [(path, code)]  # type: ignore[union-attr]
         history = await store.histories.get(history_id)
         assert history is not None

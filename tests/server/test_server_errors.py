@@ -12,8 +12,8 @@ import httpx
 import pytest
 from server_helpers import PLAN, TOKENS, Api, command, sqlite_url, start_api
 
-from handrail.errors import Conflict
 from handrail.server.auth import bearer_token
+from handrail.store import HistoryConflict
 
 
 async def _paused(api: Api) -> tuple[str, str]:
@@ -274,7 +274,7 @@ async def test_runtime_conflict_surfaces_as_409(api: Api, monkeypatch: pytest.Mo
     real_apply = api.store.histories.apply
 
     async def losing_apply(*args: Any, **kwargs: Any) -> Any:
-        raise Conflict("History changed", "lost the race")
+        raise HistoryConflict(history_id, expected_version=2, current_version=3)
 
     monkeypatch.setattr(api.store.histories, "apply", losing_apply)
     answer = await api.answer(history_id, tool_call_id, ANSWER)

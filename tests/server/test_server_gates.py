@@ -86,7 +86,8 @@ async def test_approve_runs_the_tool_once(any_api: Api, notes: NotesApp) -> None
     assert pending["origin"] == "approval"
     assert pending["toolName"] == "delete_note"
     assert pending["approvalId"] == approval_id
-    assert not {"heldToolCallId", "promptIndex", "responseMessages"} & set(pending)
+    assert pending["heldToolCallId"] == held_id  # the stored call it holds, named by id
+    assert not {"promptIndex", "responseMessages", "confirmationId"} & set(pending)
     assert notes.ran == []
 
     answered = await any_api.answer(stream.history_id, approval_id, approve())

@@ -21,6 +21,7 @@ from server_helpers import (
     plan_card,
 )
 
+from handrail.asks import PendingAsk
 from handrail.store.records import HistoryChange
 
 TURN_RESPONSE = load_schema("turnResponse")
@@ -396,7 +397,9 @@ async def test_approval_asks_show_as_plain_asks(api: Api) -> None:
     history = await api.store.histories.get(history_id)
     assert history is not None
     await api.store.histories.apply(
-        history_id, HistoryChange(pending_ask=pending), expected_version=history.version
+        history_id,
+        HistoryChange(pending_ask=PendingAsk.from_json(pending)),
+        expected_version=history.version,
     )
     response = await api.get("/histories/pendingAsks")
     _valid(PENDING_ASKS, response.json())

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, insert, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from handrail.errors import Conflict, NotFound
+from handrail.server.problems import problem_for
 from handrail.store import (
     CONFIRMATION_STALE,
     ConfirmationConflict,
@@ -87,7 +88,7 @@ async def test_migration_0003_adds_confirmations_and_goes_back(database_url: str
         await db.migrate()
         assert "confirmations" in await db.read(_tables)
         version = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
-        assert [row[0] for row in version] == ["0003"]
+        assert [row[0] for row in version] == ["0004"]
         await db.write(_downgrade, "0002")
         tables = await db.read(_tables)
         assert "confirmations" not in tables
@@ -205,8 +206,8 @@ async def test_a_second_consume_is_refused(store: Store) -> None:
         await store.confirmations.consume(record.id, digest=DIGEST, lease_ms=60_000)
     error = caught.value
     assert isinstance(error, Conflict)
-    assert error.status == 409
-    assert error.title == "Confirmation is no longer pending"
+    assert problem_for(error)["status"] == 409
+    assert problem_for(error)["title"] == "Confirmation is no longer pending"
     assert error.code == CONFIRMATION_STALE == "CONFIRMATION_STALE"
     assert (error.reason, error.state, error.confirmation_id) == ("state", "consumed", record.id)
     assert "consumed" in error.detail

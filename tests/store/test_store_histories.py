@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from handrail.asks import PendingAsk
 from handrail.errors import NotFound
+from handrail.server.problems import HEADLESS_PROBLEMS, problem_for
 from handrail.store import UNSET, History, HistoryChange, HistoryConflict, Store, StoredRow
 
 ZERO = dt.timedelta(0)
@@ -37,16 +39,18 @@ def ask_result(tool_call_id: str, action: str = "accept") -> dict[str, Any]:
     }
 
 
-def pending_ask(tool_call_id: str, created: str = "2026-03-01T10:00:00.000Z") -> dict[str, Any]:
-    return {
-        "toolCallId": tool_call_id,
-        "kind": "choice",
-        "input": {"question": "Which plan?"},
-        "simple": {"buttons": []},
-        "promptIndex": 1,
-        "responseMessages": [{"role": "assistant", "content": []}],
-        "created": created,
-    }
+def pending_ask(tool_call_id: str, created: str = "2026-03-01T10:00:00.000Z") -> PendingAsk:
+    return PendingAsk.from_json(
+        {
+            "toolCallId": tool_call_id,
+            "kind": "choice",
+            "input": {"question": "Which plan?"},
+            "simple": {"buttons": []},
+            "promptIndex": 1,
+            "responseMessages": [{"role": "assistant", "content": []}],
+            "created": created,
+        }
+    )
 
 
 def datas(rows: list[StoredRow]) -> list[dict[str, Any]]:
@@ -117,7 +121,7 @@ async def test_delete_is_soft_and_final(store: Store) -> None:
     assert await store.histories.rows(history.id) == []
     with pytest.raises(NotFound) as caught:
         await store.histories.delete(history.id)
-    assert caught.value.to_problem()["code"] == "document-not-found"
+    assert problem_for(caught.value, HEADLESS_PROBLEMS)["code"] == "document-not-found"
     with pytest.raises(NotFound):
         await store.histories.apply(history.id, HistoryChange(), expected_version=3)
     with pytest.raises(NotFound):
@@ -267,7 +271,7 @@ async def test_stale_version_conflicts_and_changes_nothing(store: Store) -> None
     for expected in (1, 3, 0):
         with pytest.raises(HistoryConflict) as caught:
             await store.histories.apply(history.id, stale, expected_version=expected)
-        problem = caught.value.to_problem()
+        problem = problem_for(caught.value)
         assert problem["status"] == 409
         assert (caught.value.expected_version, caught.value.current_version) == (expected, 2)
     assert await _state(store, history.id) == before

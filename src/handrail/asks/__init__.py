@@ -68,6 +68,7 @@ from .limits import (
     FormFieldType,
     SimpleCardButtonStyle,
 )
+from .pending import PENDING_ASK_FIELDS, PendingAsk, PendingAskField, Surface
 from .prompts import ASKS_SYSTEM_PROMPT, COMPACT_SURFACE_SYSTEM_PROMPT, ask_prompt_section
 from .schemas import ask_input_json_schema, ask_json_schemas
 
@@ -89,6 +90,7 @@ __all__ = [
     "COMPACT_ASK_KINDS",
     "COMPACT_SURFACE_SYSTEM_PROMPT",
     "FORM_FIELD_TYPES",
+    "PENDING_ASK_FIELDS",
     "SIMPLE_CARD_BUTTON_STYLES",
     "AskCancelReason",
     "AskErrorCode",
@@ -103,7 +105,10 @@ __all__ = [
     "ConfirmLabels",
     "FormFieldType",
     "ParsedDataUrl",
+    "PendingAsk",
+    "PendingAskField",
     "SimpleCardButtonStyle",
+    "Surface",
     "UnknownButtonError",
     "accepted_file_mime_types",
     "ask_allows_decline",

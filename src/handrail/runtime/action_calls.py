@@ -11,7 +11,6 @@ is sent, so a repeated or concurrent confirm sends nothing more.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import os
 from collections.abc import Mapping, MutableMapping
@@ -20,7 +19,6 @@ from typing import Any, Final
 
 import httpx
 
-from .._util import iso, new_id, utc_now
 from ..actions import (
     ActionResult,
     ActionSet,
@@ -36,10 +34,9 @@ from ..actions import (
     run_read_only,
     send,
 )
-from ..asks import to_simple_card
-from ..asks.text import cut_text
+from ..asks import PendingAsk
 from ..store import ConfirmationConflict, Store
-from .gates import CONFIRMATION, SELECTION
+from .gates import CONFIRMATIONS, SELECTIONS
 from .messages import ToolCall
 
 log = logging.getLogger("handrail.runtime")
@@ -64,7 +61,7 @@ class ActionStep:
 
     result: Any = None
     is_error: bool = False
-    gate: dict[str, Any] | None = None
+    gate: PendingAsk | None = None
 
 
 def sensitive_fields(action_set: ActionSet, tool_name: str) -> set[str]:
@@ -150,7 +147,7 @@ class ActionCalls:
         if isinstance(resolved, ActionResult):
             return self._result(binding, resolved)
         if isinstance(resolved, NeedsSelection):
-            return ActionStep(gate=self._selection_gate(binding, call, resolved, choices or {}))
+            return ActionStep(gate=SELECTIONS.ask(binding, call, resolved, choices or {}))
         try:
             prepared = prepare(action_set, tool, call.arguments, resolved=resolved)
         except InvalidInput as exc:
@@ -169,19 +166,19 @@ class ActionCalls:
             preview=dict(prepared.preview),
             expires_at=prepared.expires_at,
         )
-        return ActionStep(gate=self._confirmation_gate(binding, call, prepared, record.id))
+        return ActionStep(gate=CONFIRMATIONS.ask(binding, call, prepared, record.id))
 
     async def confirm(
         self,
         binding: ActionBinding,
         call: ToolCall,
-        pending: Mapping[str, Any],
+        pending: PendingAsk,
         *,
         history_id: str,
         user_id: str,
     ) -> ActionStep:
         """Consume the confirmation with a compare-and-set, then send its request once."""
-        confirmation_id = str(pending["confirmationId"])
+        confirmation_id = str(pending.confirmation_id)
         record = await self.store.confirmations.get(confirmation_id)
         if record is None:
             return _stale("The prepared request is gone. Call the tool again.")
@@ -212,17 +209,17 @@ class ActionCalls:
                 return again
         return self._result(binding, result)
 
-    async def cancel(self, pending: Mapping[str, Any], reason: str) -> None:
+    async def cancel(self, pending: PendingAsk, reason: str) -> None:
         """The person did not confirm: the prepared request is never sent."""
-        confirmation_id = pending.get("confirmationId")
+        confirmation_id = pending.confirmation_id
         if not confirmation_id:
             return
         with contextlib.suppress(ConfirmationConflict):
             await self.store.confirmations.cancel(str(confirmation_id), reason)
 
-    async def expire(self, pending: Mapping[str, Any]) -> None:
+    async def expire(self, pending: PendingAsk) -> None:
         """Mark an expired confirmation stale: it can never be sent."""
-        confirmation_id = pending.get("confirmationId")
+        confirmation_id = pending.confirmation_id
         if not confirmation_id:
             return
         with contextlib.suppress(ConfirmationConflict):
@@ -250,78 +247,6 @@ class ActionCalls:
             dependency_values={},
             fingerprint=binding.action_set.fingerprint(binding.tool),
         )
-
-    def _selection_gate(
-        self,
-        binding: ActionBinding,
-        call: ToolCall,
-        needs: NeedsSelection,
-        choices: Mapping[str, str],
-    ) -> dict[str, Any]:
-        ask_id = f"selection_{new_id()}"
-        choice: dict[str, Any] = {
-            "title": cut_text(f"Choose for {binding.tool.name}", 80),
-            "prompt": cut_text(
-                f"Several options fit {binding.tool.name} ({needs.dependency}). Which one?", 500
-            ),
-            "select": "one",
-            "options": needs.choice_options()[:50],
-            "allowDecline": True,
-        }
-        return {
-            "toolCallId": ask_id,
-            "kind": "choice",
-            "input": choice,
-            "simple": to_simple_card("choice", choice, ask_id),
-            "created": iso(utc_now()),
-            "origin": SELECTION,
-            "toolName": binding.tool.name,
-            "connectionId": binding.action_set.id,
-            "heldToolCallId": call.id,
-            "dependency": needs.dependency,
-            "choices": dict(choices),
-        }
-
-    def _confirmation_gate(
-        self,
-        binding: ActionBinding,
-        call: ToolCall,
-        prepared: PreparedRequest,
-        confirmation_id: str,
-    ) -> dict[str, Any]:
-        ask_id = f"confirmation_{confirmation_id}"
-        tool = binding.tool
-        confirm: dict[str, Any] = {
-            "title": cut_text(f"Confirm {tool.name}", 80),
-            "prompt": cut_text(
-                f"{tool.description} Check the details, then confirm to send it once.", 500
-            ),
-            "confirmLabel": "Confirm",
-            "denyLabel": "Cancel",
-            "destructive": tool.effect == "destructive",
-        }
-        return {
-            "toolCallId": ask_id,
-            "kind": "confirm",
-            "input": confirm,
-            "simple": to_simple_card("confirm", confirm, ask_id),
-            "created": iso(utc_now()),
-            "origin": CONFIRMATION,
-            "toolName": tool.name,
-            "connectionId": binding.action_set.id,
-            "heldToolCallId": call.id,
-            "confirmationId": confirmation_id,
-            "preview": dict(prepared.preview),
-            "expiresAt": iso(prepared.expires_at),
-        }
-
-
-def expired(pending: Mapping[str, Any], now: dt.datetime | None = None) -> bool:
-    """Whether a confirmation gate is past its ``expiresAt``."""
-    if pending.get("origin") != CONFIRMATION or not pending.get("expiresAt"):
-        return False
-    when = dt.datetime.fromisoformat(str(pending["expiresAt"]).replace("Z", "+00:00"))
-    return (now or utc_now()) >= when
 
 
 def _stale(message: str) -> ActionStep:

@@ -14,7 +14,8 @@ from ..asks import (
     parse_ask_data_url,
 )
 from ..asks.errors import sort_errors
-from ..errors import BadRequest
+from ..asks.files import clean_filename
+from ..errors import InvalidAnswer
 from ..store import Store
 from .messages import FilePart
 from .turn import Principal
@@ -22,10 +23,9 @@ from .turn import Principal
 log = logging.getLogger("handrail.runtime")
 
 
-def invalid_answer(errors: list[AskValidationError]) -> BadRequest:
-    """The 400 of an answer that fails validation: ``fields`` lists every error."""
-    return BadRequest(
-        "Invalid askResponse",
+def invalid_answer(errors: list[AskValidationError]) -> InvalidAnswer:
+    """The error of an answer that fails validation: ``fields`` lists every error."""
+    return InvalidAnswer(
         "The answer does not match the ask. See fields.",
         fields=[e.to_dict() for e in sort_errors(errors)],
     )
@@ -73,12 +73,13 @@ async def load_answer_files(
                 data, index=index, mime_type=mime_type, max_file_size_bytes=max_file_size_bytes
             )
         )
+        filename = clean_filename(ref["filename"])  # validation refused one that names no file
         entry: dict[str, Any] = {}
         if "fileId" in ref:
             entry["fileId"] = ref["fileId"]
-        entry.update(filename=ref["filename"], mimeType=mime_type, size=len(data))
+        entry.update(filename=filename, mimeType=mime_type, size=len(data))
         stored.append(entry)
-        parts.append(FilePart(filename=ref["filename"], mime_type=mime_type, data=data))
+        parts.append(FilePart(filename=filename, mime_type=mime_type, data=data))
     if errors:
         raise invalid_answer(errors)
     return {"action": "accept", "content": {"files": stored}}, tuple(parts)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..asks import PendingAsk
+
 Event = dict[str, Any]
 
 
@@ -23,19 +25,11 @@ def tool_result_event(tool_call_id: str, tool_name: str, result: Any) -> Event:
     return {"toolResult": {"toolCallId": tool_call_id, "toolName": tool_name, "result": result}}
 
 
-def ask_event(pending_ask: dict[str, Any], history_id: str) -> Event:
-    """The ``{ask}`` event of a stored pending ask: never ``promptIndex`` or
-    ``responseMessages``."""
-    ask: dict[str, Any] = {
-        "toolCallId": pending_ask["toolCallId"],
-        "kind": pending_ask["kind"],
-        "input": pending_ask["input"],
-        "simple": pending_ask["simple"],
-    }
-    for key in ("origin", "toolName", "connectionId", "preview", "expiresAt"):
-        if key in pending_ask:
-            ask[key] = pending_ask[key]
-    return {"ask": ask, "historyId": history_id}
+def ask_event(pending_ask: PendingAsk, history_id: str) -> Event:
+    """The ``{ask}`` event of a stored pending ask: only the keys `PENDING_ASK_FIELDS`
+    declares public on the ``event`` surface (never ``promptIndex`` or
+    ``responseMessages``)."""
+    return {"ask": pending_ask.public("event"), "historyId": history_id}
 
 
 def ask_resolved_event(tool_call_id: str, action: str) -> Event:

@@ -1,27 +1,39 @@
-"""The asks the server makes itself: an approval before a tool runs, and the permission level of
-a connection the first time a conversation uses it.
+"""The built-in gates, one class per origin, registered in the gate table (`gate.py`).
 
-Both are pending asks like any other (one slot, the same endpoints, cards and events); they
-differ in what answering does: the held tool call runs, or is denied with a reason the model
-reads. The held call is the one the model made; its id is named by ``heldToolCallId`` and its
+- `ModelAskGate`: the model's ``ask_<kind>`` calls; the answer is the call's result.
+- `ClarifyGate`: the ``clarify`` tool; the answer envelope is its result.
+- `ApprovalGate` (``origin: "approval"``): a confirm before a tool the policy asks about; the
+  held call runs once when approved (with an optional grant scope).
+- `PermissionGate` (``origin: "permission"``): a choice of the connection's permission level
+  the first time a conversation uses it; the held call is then decided again.
+- `SelectionGate` (``origin: "selection"``): a choice among a dependency's candidates for an
+  HTTP action; the action goes on with the choice.
+- `ConfirmationGate` (``origin: "confirmation"``): a confirm of one prepared HTTP request with
+  its ``preview`` and ``expiresAt``; confirming sends it once.
+
+The held call is the one the model made; its id is named by ``heldToolCallId`` and its
 arguments are replayed from the paused turn's messages, never taken from a client.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from .._util import iso, new_id, utc_now
 from ..asks import (
     AskValidationError,
+    PendingAsk,
+    clarify_simple_card,
     to_simple_card,
     validate_ask_input,
-    validate_ask_response,
     validate_clarify_response,
 )
 from ..asks.checks import add, invalid_enum
 from ..asks.text import cut_text
+from ..errors import ConfirmationExpired
 from ..policy import (
     GRANT_SCOPES,
     PERMISSION_DESCRIPTIONS,
@@ -30,8 +42,14 @@ from ..policy import (
     PermissionLevel,
 )
 from .agent import Agent
-from .messages import ToolCall
+from .gate import MODEL_ASK, Answer, Gate, register_gate
+from .messages import ToolCall, ToolResultMessage
 from .tools import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from ..actions import NeedsSelection, PreparedRequest
+    from .action_calls import ActionBinding
+    from .steps import StepRunner, TurnRun
 
 log = logging.getLogger("handrail.runtime")
 
@@ -39,8 +57,6 @@ APPROVAL: Final = "approval"
 PERMISSION: Final = "permission"
 SELECTION: Final = "selection"
 CONFIRMATION: Final = "confirmation"
-#: The asks the server makes itself; answering them acts on the held tool call.
-GATE_ORIGINS: Final = (APPROVAL, PERMISSION, SELECTION, CONFIRMATION)
 PROMPT_MAX: Final = 500
 
 PERMISSION_OPTION_LABELS: Final[dict[str, str]] = {
@@ -50,9 +66,155 @@ PERMISSION_OPTION_LABELS: Final[dict[str, str]] = {
 }
 
 
-def execution_denied(reason: str) -> dict[str, str]:
-    """What the model gets as the result of a tool call the person did not allow."""
-    return {"type": "execution-denied", "reason": reason}
+def denial_reason(envelope: Mapping[str, Any]) -> str | None:
+    """Why an answer does not allow the held call, or None when it does (approve)."""
+    action = envelope.get("action")
+    if action == "decline":
+        return "user_declined"
+    if action == "cancel":
+        reason = envelope.get("reason")
+        return reason if isinstance(reason, str) and reason else "user_cancelled"
+    content = envelope.get("content")
+    if isinstance(content, dict) and content.get("confirmed") is True:
+        return None
+    return "user_denied"
+
+
+def chosen_option(envelope: Mapping[str, Any]) -> str | None:
+    """The option id a one-choice answer picked, or None when declined or cancelled."""
+    if envelope.get("action") != "accept":
+        return None
+    selected = envelope.get("content", {}).get("selected", [])
+    return str(selected[0]) if selected else None
+
+
+def chosen_level(envelope: Mapping[str, Any]) -> PermissionLevel | None:
+    """The level a permission answer chose, or None when it was declined or cancelled."""
+    chosen = chosen_option(envelope)
+    for level in PERMISSION_LEVELS:
+        if level == chosen:
+            return level
+    return None
+
+
+class _ModelResult(Gate):
+    """A gate whose answer is the result of the model's own call (asks and clarify)."""
+
+    holds_call = False
+
+    async def resolve(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        run.messages.append(
+            ToolResultMessage(
+                tool_call_id=pending.tool_call_id,
+                tool_name=self.tool_name(pending),
+                content=answer.envelope,
+                parts=answer.parts,
+            )
+        )
+
+
+class ModelAskGate(_ModelResult):
+    """The model's ``ask_<kind>`` calls."""
+
+    origin = MODEL_ASK
+
+    def ask(self, call: ToolCall, kind: str) -> PendingAsk:
+        return PendingAsk(
+            tool_call_id=call.id,
+            kind=kind,
+            input=call.arguments,
+            simple=to_simple_card(kind, call.arguments, call.id),
+            created=iso(utc_now()),
+        )
+
+
+class ClarifyGate(_ModelResult):
+    """The ``clarify`` tool: 1-5 prompts as one ask."""
+
+    origin = "clarify"
+    tool: ClassVar[str] = "clarify"
+
+    def ask(self, call: ToolCall, envelope: dict[str, Any]) -> PendingAsk:
+        return PendingAsk(
+            tool_call_id=call.id,
+            kind="clarify",
+            input=envelope,
+            simple=clarify_simple_card(envelope, call.id),
+            created=iso(utc_now()),
+        )
+
+    def tool_name(self, pending: PendingAsk) -> str:
+        return self.tool
+
+    def answer_errors(
+        self, pending: PendingAsk, envelope: dict[str, Any], *, max_file_size_bytes: int
+    ) -> list[AskValidationError]:
+        return validate_clarify_response(pending.input, envelope)
+
+
+class ApprovalGate(Gate):
+    """A confirm before a tool the policy asks about."""
+
+    origin = APPROVAL
+
+    def ask(self, agent: Agent, tool: Tool, call: ToolCall) -> PendingAsk:
+        approval_id = f"approval_{new_id()}"
+        confirm = approval_input(agent, tool, call.arguments)
+        return PendingAsk(
+            tool_call_id=approval_id,
+            kind="confirm",
+            input=confirm,
+            simple=to_simple_card("confirm", confirm, approval_id),
+            created=iso(utc_now()),
+            origin=APPROVAL,
+            approval_id=approval_id,
+            tool_name=tool.name,
+            held_tool_call_id=call.id,
+        )
+
+    def split_answer(
+        self, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> tuple[dict[str, Any], GrantScope, list[AskValidationError]]:
+        """An approval's answer may carry ``content.scope`` (``once``, the default,
+        ``conversation`` or ``always``)."""
+        content = envelope.get("content")
+        if not isinstance(content, dict) or "scope" not in content:
+            return envelope, "once", []
+        scope = content["scope"]
+        rest = {**envelope, "content": {k: v for k, v in content.items() if k != "scope"}}
+        errors: list[AskValidationError] = []
+        for allowed in GRANT_SCOPES:
+            if scope == allowed:
+                return rest, allowed, errors
+        invalid_enum(errors, "content.scope", scope, GRANT_SCOPES)
+        return rest, "once", errors
+
+    async def resolve(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        held = runner.held(run, pending)
+        if held is None:
+            return
+        call, tool = held
+        reason = denial_reason(answer.envelope)
+        if reason is not None:
+            await runner.deny(run, call, reason)
+            return
+        connection = run.agent.connection_of(tool.name)
+        user_id = run.principal.user_id
+        if answer.scope == "conversation":
+            await runner.store.grants.add(
+                user_id,
+                connection.connection_id,
+                tool.name,
+                "conversation",
+                history_id=run.history.id,
+            )
+        elif answer.scope == "always":
+            await runner.store.grants.add(user_id, connection.connection_id, tool.name, "always")
+        await runner.run_and_record(run, tool, call)
 
 
 def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -80,21 +242,60 @@ def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[
     }
 
 
-def approval_pending(agent: Agent, tool: Tool, call: ToolCall) -> dict[str, Any]:
-    """The pending ask of an approval for `call`: a confirm with ``origin: "approval"``."""
-    approval_id = f"approval_{new_id()}"
-    confirm = approval_input(agent, tool, call.arguments)
-    return {
-        "toolCallId": approval_id,
-        "kind": "confirm",
-        "input": confirm,
-        "simple": to_simple_card("confirm", confirm, approval_id),
-        "created": iso(utc_now()),
-        "origin": APPROVAL,
-        "approvalId": approval_id,
-        "toolName": tool.name,
-        "heldToolCallId": call.id,
-    }
+class PermissionGate(Gate):
+    """The permission level of a connection, asked the first time a conversation uses it."""
+
+    origin = PERMISSION
+
+    def ask(self, connection: ToolSet, tool: Tool, call: ToolCall) -> PendingAsk:
+        ask_id = f"permission_{new_id()}"
+        choice = permission_input(connection, tool)
+        return PendingAsk(
+            tool_call_id=ask_id,
+            kind="choice",
+            input=choice,
+            simple=to_simple_card("choice", choice, ask_id),
+            created=iso(utc_now()),
+            origin=PERMISSION,
+            tool_name=tool.name,
+            connection_id=connection.connection_id,
+            held_tool_call_id=call.id,
+        )
+
+    def answer_errors(
+        self, pending: PendingAsk, envelope: dict[str, Any], *, max_file_size_bytes: int
+    ) -> list[AskValidationError]:
+        errors = super().answer_errors(pending, envelope, max_file_size_bytes=max_file_size_bytes)
+        if envelope.get("action") == "accept":
+            selected = (envelope.get("content") or {}).get("selected")
+            if (
+                isinstance(selected, list)
+                and len(selected) == 1
+                and selected[0] not in PERMISSION_LEVELS
+            ):
+                add(
+                    errors,
+                    "content.selected[0]",
+                    "OPTION_NOT_OFFERED",
+                    "Not a level.",
+                    "Pick a level.",
+                )
+        return errors
+
+    async def resolve(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        held = runner.held(run, pending)
+        if held is None:
+            return
+        call, tool = held
+        level = chosen_level(answer.envelope)
+        if level is None:
+            await runner.deny(run, call, denial_reason(answer.envelope) or "user_declined")
+            return
+        connection = run.agent.connection_of(tool.name)
+        await runner.store.permissions.set(run.principal.user_id, connection.connection_id, level)
+        await runner.decided_call(run, tool, call)
 
 
 def permission_input(connection: ToolSet, tool: Tool) -> dict[str, Any]:
@@ -119,90 +320,142 @@ def permission_input(connection: ToolSet, tool: Tool) -> dict[str, Any]:
     }
 
 
-def permission_pending(connection: ToolSet, tool: Tool, call: ToolCall) -> dict[str, Any]:
-    """The pending ask of a permission level: a choice with ``origin: "permission"``."""
-    ask_id = f"permission_{new_id()}"
-    choice = permission_input(connection, tool)
-    return {
-        "toolCallId": ask_id,
-        "kind": "choice",
-        "input": choice,
-        "simple": to_simple_card("choice", choice, ask_id),
-        "created": iso(utc_now()),
-        "origin": PERMISSION,
-        "toolName": tool.name,
-        "connectionId": connection.connection_id,
-        "heldToolCallId": call.id,
-    }
+class SelectionGate(Gate):
+    """A choice among the candidates of an HTTP action's dependency."""
+
+    origin = SELECTION
+
+    def ask(
+        self,
+        binding: ActionBinding,
+        call: ToolCall,
+        needs: NeedsSelection,
+        choices: Mapping[str, str],
+    ) -> PendingAsk:
+        ask_id = f"selection_{new_id()}"
+        choice: dict[str, Any] = {
+            "title": cut_text(f"Choose for {binding.tool.name}", 80),
+            "prompt": cut_text(
+                f"Several options fit {binding.tool.name} ({needs.dependency}). Which one?", 500
+            ),
+            "select": "one",
+            "options": needs.choice_options()[:50],
+            "allowDecline": True,
+        }
+        return PendingAsk(
+            tool_call_id=ask_id,
+            kind="choice",
+            input=choice,
+            simple=to_simple_card("choice", choice, ask_id),
+            created=iso(utc_now()),
+            origin=SELECTION,
+            tool_name=binding.tool.name,
+            connection_id=binding.action_set.id,
+            held_tool_call_id=call.id,
+            dependency=needs.dependency,
+            choices=dict(choices),
+        )
+
+    async def resolve(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        held = runner.held(run, pending)
+        binding = runner.binding(run.agent, held[1].name) if held is not None else None
+        if held is None or binding is None:
+            return
+        call = held[0]
+        chosen = chosen_option(answer.envelope)
+        if chosen is None:
+            await runner.deny(run, call, denial_reason(answer.envelope) or "user_declined")
+            return
+        choices = {**(pending.choices or {}), str(pending.dependency): chosen}
+        await runner.action(run, call, binding, choices)
 
 
-def denial_reason(envelope: dict[str, Any]) -> str | None:
-    """Why an answer does not allow the held call, or None when it does (approve)."""
-    action = envelope.get("action")
-    if action == "decline":
-        return "user_declined"
-    if action == "cancel":
-        reason = envelope.get("reason")
-        return reason if isinstance(reason, str) and reason else "user_cancelled"
-    content = envelope.get("content")
-    if isinstance(content, dict) and content.get("confirmed") is True:
-        return None
-    return "user_denied"
+class ConfirmationGate(Gate):
+    """A confirm of one prepared HTTP request, sent once when confirmed before it expires."""
 
+    origin = CONFIRMATION
 
-def split_scope(
-    pending: dict[str, Any], envelope: dict[str, Any]
-) -> tuple[dict[str, Any], GrantScope, list[AskValidationError]]:
-    """An approval's answer may carry ``content.scope`` (``once``, the default,
-    ``conversation`` or ``always``): returns the envelope without it, the scope, and its error.
-    On other asks the key is left in place, so validation refuses it as any unknown key."""
-    content = envelope.get("content")
-    if pending.get("origin") != APPROVAL or not isinstance(content, dict) or "scope" not in content:
-        return envelope, "once", []
-    scope = content["scope"]
-    rest = {**envelope, "content": {k: v for k, v in content.items() if k != "scope"}}
-    errors: list[AskValidationError] = []
-    if scope not in GRANT_SCOPES:
-        invalid_enum(errors, "content.scope", scope, GRANT_SCOPES)
-        return rest, "once", errors
-    return rest, scope, errors
+    def ask(
+        self,
+        binding: ActionBinding,
+        call: ToolCall,
+        prepared: PreparedRequest,
+        confirmation_id: str,
+    ) -> PendingAsk:
+        ask_id = f"confirmation_{confirmation_id}"
+        tool = binding.tool
+        confirm: dict[str, Any] = {
+            "title": cut_text(f"Confirm {tool.name}", 80),
+            "prompt": cut_text(
+                f"{tool.description} Check the details, then confirm to send it once.", 500
+            ),
+            "confirmLabel": "Confirm",
+            "denyLabel": "Cancel",
+            "destructive": tool.effect == "destructive",
+        }
+        return PendingAsk(
+            tool_call_id=ask_id,
+            kind="confirm",
+            input=confirm,
+            simple=to_simple_card("confirm", confirm, ask_id),
+            created=iso(utc_now()),
+            origin=CONFIRMATION,
+            tool_name=tool.name,
+            connection_id=binding.action_set.id,
+            held_tool_call_id=call.id,
+            confirmation_id=confirmation_id,
+            preview=dict(prepared.preview),
+            expires_at=iso(prepared.expires_at),
+        )
 
-
-def gate_answer_errors(
-    pending: dict[str, Any], envelope: dict[str, Any], max_file_size_bytes: int
-) -> list[AskValidationError]:
-    """Validate an answer to any pending ask: a gate's wider answers included."""
-    if pending["kind"] == "clarify":
-        return validate_clarify_response(pending["input"], envelope)
-    rest, _scope, errors = split_scope(pending, envelope)
-    errors = errors + validate_ask_response(
-        pending["kind"], pending["input"], rest, max_file_size_bytes=max_file_size_bytes
-    )
-    if pending.get("origin") == PERMISSION and rest.get("action") == "accept":
-        selected = (rest.get("content") or {}).get("selected")
-        if (
-            isinstance(selected, list)
-            and len(selected) == 1
-            and selected[0] not in PERMISSION_LEVELS
-        ):
-            add(
-                errors, "content.selected[0]", "OPTION_NOT_OFFERED", "Not a level.", "Pick a level."
+    async def before_answer(
+        self, runner: StepRunner, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> None:
+        """A confirm after ``expiresAt`` is refused, and the prepared request can never be
+        sent; cancelling it is always taken."""
+        if expired(pending) and denial_reason(envelope) is None:
+            await runner.actions.expire(pending)
+            raise ConfirmationExpired(
+                "The prepared request expired before it was confirmed; nothing was sent. "
+                "Cancel it, or ask the agent to prepare it again.",
+                code="CONFIRMATION_STALE",
             )
-    return errors
+
+    async def resolve(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        held = runner.held(run, pending)
+        binding = runner.binding(run.agent, held[1].name) if held is not None else None
+        if held is None or binding is None:
+            return
+        call = held[0]
+        reason = denial_reason(answer.envelope)
+        if reason is not None:
+            await runner.actions.cancel(pending, reason)
+            await runner.deny(run, call, reason)
+            return
+        step = await runner.actions.confirm(
+            binding, call, pending, history_id=run.history.id, user_id=run.principal.user_id
+        )
+        await runner.action_step(run, call, step)
+
+    async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
+        await runner.actions.cancel(pending, reason)
 
 
-def chosen_level(envelope: dict[str, Any]) -> PermissionLevel | None:
-    """The level a permission answer chose, or None when it was declined or cancelled."""
-    if envelope.get("action") != "accept":
-        return None
-    selected = envelope.get("content", {}).get("selected", [])
-    level = selected[0] if selected else None
-    return level if level in PERMISSION_LEVELS else None
+def expired(pending: PendingAsk, now: dt.datetime | None = None) -> bool:
+    """Whether a confirmation gate is past its ``expiresAt``."""
+    if pending.origin != CONFIRMATION or not pending.expires_at:
+        return False
+    when = dt.datetime.fromisoformat(pending.expires_at.replace("Z", "+00:00"))
+    return (now or utc_now()) >= when
 
 
-def chosen_option(envelope: dict[str, Any]) -> str | None:
-    """The option id a one-choice answer picked, or None when declined or cancelled."""
-    if envelope.get("action") != "accept":
-        return None
-    selected = envelope.get("content", {}).get("selected", [])
-    return str(selected[0]) if selected else None
+MODEL_ASKS: Final = register_gate(ModelAskGate())
+CLARIFY: Final = register_gate(ClarifyGate())
+APPROVALS: Final = register_gate(ApprovalGate())
+PERMISSIONS: Final = register_gate(PermissionGate())
+SELECTIONS: Final = register_gate(SelectionGate())
+CONFIRMATIONS: Final = register_gate(ConfirmationGate())

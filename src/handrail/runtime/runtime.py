@@ -4,8 +4,10 @@ A turn runs as its own task and speaks through a `Turn`'s events, so a client th
 does not stop it. All state lives in the store: a paused turn is its history's ``pendingAsk``
 (with the messages to replay), so any process on the same database can resume it.
 
-Every write is a compare-and-set on the history's version (`HistoryChange`): the rows of a turn
-land at its end in one transaction, an answer lands in one, and the loser of a race gets 409.
+Every write is a compare-and-set on the history's version (`HistoryChange`, through the one
+loop in `cas.py`): the rows of a turn land at its end in one transaction, an answer lands in
+one, and the loser of a race gets `NotPending`. What an answer does is the business of its gate
+(`gate.py`): the runtime never branches on an ask's origin.
 """
 
 from __future__ import annotations
@@ -19,16 +21,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, cast
 
 from .._util import utc_now
-from ..asks import (
-    ASK_KINDS,
-    ASK_SURFACES,
-    AskSurface,
-)
+from ..asks import ASK_SURFACES, AskSurface, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
-from ..errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
-from ..policy import GrantScope
+from ..errors import (
+    AnswerIdMissing,
+    AnswerNotObject,
+    ConfigError,
+    Conflict,
+    HistoryNotFound,
+    NotOwner,
+    NotPending,
+    PromptRequired,
+    UnknownAgent,
+    UnknownButton,
+    UnknownSurface,
+)
 from ..store import Store, TurnState, request_record
 from ..store.records import (
     UNSET,
@@ -39,9 +48,10 @@ from ..store.records import (
     RequestRecord,
     StoredRow,
 )
-from .action_calls import ActionCalls, expired
+from .action_calls import ActionCalls
 from .agent import Agent
 from .answer_files import invalid_answer, load_answer_files
+from .cas import compare_and_set
 from .events import (
     ask_event,
     ask_resolved_event,
@@ -49,24 +59,17 @@ from .events import (
     error_event,
     tool_result_event,
 )
-from .gates import (
-    GATE_ORIGINS,
-    denial_reason,
-    execution_denied,
-    gate_answer_errors,
-    split_scope,
-)
+from .gate import Answer, gate_for
 from .messages import (
     FilePart,
     Message,
-    ToolResultMessage,
     UserMessage,
     messages_from_json,
     messages_to_json,
 )
 from .models import model_from_name
 from .models.base import Model, ModelError
-from .prompting import CLARIFY_TOOL, TurnSetup, build_turn_setup
+from .prompting import TurnSetup, build_turn_setup
 from .rows import Row, result_row, rows_to_messages, user_row
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
 from .turn import Principal, Turn
@@ -74,7 +77,6 @@ from .turn import Principal, Turn
 log = logging.getLogger("handrail.runtime")
 
 TITLE_MAX: Final = 60
-NOT_PENDING: Final = "This ask is no longer pending"
 CANCEL_BY_MESSAGE: Final = {"action": "cancel", "reason": "user_sent_message"}
 
 
@@ -129,14 +131,12 @@ class Runtime:
         if name is None:
             return self.default_agent
         if name not in self.agents:
-            raise BadRequest(
-                "Unknown agent",
-                f"No agent is named {name!r}; the agents are {sorted(self.agents)}.",
-            )
+            raise UnknownAgent(f"No agent is named {name!r}; the agents are {sorted(self.agents)}.")
         return self.agents[name]
 
     async def owned_history(self, principal: Principal, history_id: str) -> History:
-        """The history, when it exists (404) and the caller owns it (403)."""
+        """The history, when it exists (`HistoryNotFound`) and the caller owns it
+        (`NotOwner`)."""
         return _owned(principal, history_id, await self.store.histories.get(history_id))
 
     async def _owned_with_rows(
@@ -163,7 +163,7 @@ class Runtime:
         (``user_sent_message``); a prompt is never rejected because of an ask."""
         checked_surface = _surface(surface)
         if not isinstance(prompt, str) or not prompt.strip():
-            raise BadRequest("prompt is required", "Send a non-empty prompt.")
+            raise PromptRequired("Send a non-empty prompt.")
         state: TurnState | None = None
         if history_id is None:
             history = await self.store.histories.create(
@@ -193,63 +193,49 @@ class Runtime:
         """Answer the pending ask and resume its turn ("Answer an ask", steps 1 to 5)."""
         checked_surface = _surface(surface)
         if not isinstance(ask_response, dict):
-            raise BadRequest(
-                "askResponse must be an object",
-                'Send askResponse as {"toolCallId", "action", "content"?, "reason"?}.',
+            raise AnswerNotObject(
+                'Send askResponse as {"toolCallId", "action", "content"?, "reason"?}.'
             )
         tool_call_id = ask_response.get("toolCallId")
         if not isinstance(tool_call_id, str) or not tool_call_id:
-            raise BadRequest(
-                "askResponse.toolCallId is required",
-                "Name the pending ask's toolCallId in askResponse.",
-            )
+            raise AnswerIdMissing("Name the pending ask's toolCallId in askResponse.")
         history, prior = await self._owned_with_rows(principal, history_id)
         pending = history.pending_ask
-        if pending is None or pending.get("toolCallId") != tool_call_id:
-            raise Conflict(NOT_PENDING, _not_pending_detail(pending))
+        if pending is None or pending.tool_call_id != tool_call_id:
+            raise NotPending(_not_pending_detail(pending))
         envelope = {k: v for k, v in ask_response.items() if k != "toolCallId"}
         agent = self.agent_for(history)
         cap = agent.asks.max_file_size_bytes if agent.asks else DEFAULT_MAX_FILE_SIZE
-        errors = gate_answer_errors(pending, envelope, cap)
+        gate = gate_for(pending)
+        errors = gate.answer_errors(pending, envelope, max_file_size_bytes=cap)
         if errors:
             raise invalid_answer(errors)
-        if expired(pending) and denial_reason(envelope) is None:
-            await self.actions.expire(pending)
-            raise Conflict(
-                "Confirmation expired",
-                "The prepared request expired before it was confirmed; nothing was sent. "
-                "Cancel it, or ask the agent to prepare it again.",
-                code="CONFIRMATION_STALE",
-            )
-        scope: GrantScope = split_scope(pending, envelope)[1]
+        await gate.before_answer(self._calls, pending, envelope)
+        scope = gate.split_answer(pending, envelope)[1]
         stored: dict[str, Any] = envelope
         parts: tuple[FilePart, ...] = ()
-        if pending["kind"] == "files" and envelope["action"] == "accept":
+        if pending.kind == "files" and envelope["action"] == "accept":
             stored, parts = await load_answer_files(
                 self.store, principal, envelope, max_file_size_bytes=cap
             )
         model = self.model_for(agent)
         setup = build_turn_setup(agent, model, checked_surface)
-        prompt_index = int(pending.get("promptIndex", len(prior)))
+        prompt_index = pending.prompt_index if pending.prompt_index is not None else len(prior)
         replay = rows_to_messages(r.data for r in prior[:prompt_index])
-        response_messages = messages_from_json(pending.get("responseMessages", []))
-        # Step 4: one atomic update, or 409 for the loser of a race.
-        tool_name = _ask_tool_name(pending)
+        response_messages = messages_from_json(pending.response_messages or [])
+        # Step 4: one atomic update, or NotPending for the loser of a race.
         status: AskStatus = "cancelled" if envelope["action"] == "cancel" else "answered"
+        answer_change = HistoryChange(
+            append=[result_row(tool_call_id, gate.tool_name(pending), stored)],
+            ask_status={tool_call_id: status},
+            pending_ask=None,
+        )
         try:
-            answered = await self.store.histories.apply(
-                history.id,
-                HistoryChange(
-                    append=[result_row(tool_call_id, tool_name, stored)],
-                    ask_status={tool_call_id: status},
-                    pending_ask=None,
-                ),
-                expected_version=history.version,
+            answered = await compare_and_set(
+                self.store, history.id, lambda _now: answer_change, current=history, attempts=1
             )
         except Conflict:
-            raise Conflict(
-                NOT_PENDING, "Another answer or message resolved the ask first."
-            ) from None
+            raise NotPending("Another answer or message resolved the ask first.") from None
         turn = Turn(history.id)
         run = TurnRun(
             turn=turn,
@@ -258,23 +244,8 @@ class Runtime:
             agent=agent,
             model=model,
             setup=setup,
-            messages=[
-                *replay,
-                *response_messages,
-                # A gate's answer is carried out on the held call instead (see _resolve_gate).
-                *(
-                    []
-                    if pending.get("origin") in GATE_ORIGINS
-                    else [
-                        ToolResultMessage(
-                            tool_call_id=tool_call_id,
-                            tool_name=tool_name,
-                            content=stored,
-                            parts=parts,
-                        )
-                    ]
-                ),
-            ],
+            # The gate adds what the answer gives the model (see _answer_turn).
+            messages=[*replay, *response_messages],
             turn_start=len(replay),
             prompt_index=prompt_index,
             log_prompt=json.dumps(stored, ensure_ascii=False),
@@ -282,7 +253,8 @@ class Runtime:
                 "ask": {**_ask_meta(pending), "action": envelope["action"], "phase": "answered"}
             },
         )
-        self._spawn(turn, self._answer_turn(run, pending, envelope, scope))
+        answer = Answer(envelope=stored, scope=scope, parts=parts)
+        self._spawn(turn, self._answer_turn(run, pending, answer))
         return turn
 
     async def start_button(
@@ -297,13 +269,12 @@ class Runtime:
         """Answer the pending ask with the response stored on one of its card's buttons."""
         history = await self.owned_history(principal, history_id)
         pending = history.pending_ask
-        if pending is None or pending.get("toolCallId") != tool_call_id:
-            raise Conflict(NOT_PENDING, _not_pending_detail(pending))
+        if pending is None or pending.tool_call_id != tool_call_id:
+            raise NotPending(_not_pending_detail(pending))
         try:
-            response = resolve_button_answer(pending["simple"], button_id)
+            response = resolve_button_answer(pending.simple, button_id)
         except UnknownButtonError as exc:
-            raise BadRequest(
-                "Unknown buttonId",
+            raise UnknownButton(
                 exc.error.message + " " + exc.error.fix,
                 code="UNKNOWN_BUTTON",
                 fields=[exc.error.to_dict()],
@@ -398,30 +369,30 @@ class Runtime:
     async def _cancel_pending_for_message(self, turn: Turn, history: History) -> History:
         """Record ``cancel: user_sent_message`` for a pending ask, once even when two prompts
         race; when another answer resolved it first, go on without ``{askResolved}``."""
-        while history.pending_ask is not None:
-            pending = history.pending_ask
-            tool_call_id = pending["toolCallId"]
-            try:
-                history = await self.store.histories.apply(
-                    history.id,
-                    HistoryChange(
-                        append=[
-                            result_row(tool_call_id, _ask_tool_name(pending), CANCEL_BY_MESSAGE),
-                            *_held_denial(pending, "user_sent_message"),
-                        ],
-                        ask_status={tool_call_id: "cancelled"},
-                        pending_ask=None,
-                    ),
-                    expected_version=history.version,
-                )
-            except Conflict:
-                reloaded = await self.store.histories.get(history.id)
-                if reloaded is None:
-                    raise NotFound("History not found", "The history was deleted.") from None
-                history = reloaded
-                continue
-            await self.actions.cancel(pending, "user_sent_message")
-            await turn.emit(ask_resolved_event(tool_call_id, "cancel"))
+        cancelled: list[PendingAsk] = []
+
+        def cancel(current: History) -> HistoryChange | None:
+            cancelled.clear()
+            pending = current.pending_ask
+            if pending is None:
+                return None
+            cancelled.append(pending)
+            gate = gate_for(pending)
+            return HistoryChange(
+                append=[
+                    result_row(pending.tool_call_id, gate.tool_name(pending), CANCEL_BY_MESSAGE),
+                    *gate.denial_rows(pending, "user_sent_message"),
+                ],
+                ask_status={pending.tool_call_id: "cancelled"},
+                pending_ask=None,
+            )
+
+        if history.pending_ask is None:
+            return history
+        history = await compare_and_set(self.store, history.id, cancel, current=history)
+        for pending in cancelled:
+            await gate_for(pending).cancelled(self._calls, pending, "user_sent_message")
+            await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
         return history
 
     async def _report_uncertain(
@@ -440,43 +411,36 @@ class Runtime:
                 uncertain.append(record)
         if not uncertain:
             return history
-        while True:
-            rows = await self.store.histories.rows(history.id)
+        missing: list[ConfirmationRecord] = []
+
+        async def report(current: History) -> HistoryChange | None:
+            rows = await self.store.histories.rows(current.id)
             answered = {
                 r.data.get("toolCallId") for r in rows if r.data.get("type") == "tool-result"
             }
-            missing = [r for r in uncertain if r.tool_call_id not in answered]
+            missing[:] = [r for r in uncertain if r.tool_call_id not in answered]
             if not missing:
-                return history
-            results = [
-                result_row(r.tool_call_id, r.tool_name, _uncertain_result(r.id), is_error=True)
-                for r in missing
-            ]
-            try:
-                history = await self.store.histories.apply(
-                    history.id, HistoryChange(append=results), expected_version=history.version
-                )
-            except Conflict:
-                reloaded = await self.store.histories.get(history.id)
-                if reloaded is None:
-                    raise NotFound("History not found", "The history was deleted.") from None
-                history = reloaded
-                continue
-            for record in missing:
-                await turn.emit(
-                    tool_result_event(
-                        record.tool_call_id, record.tool_name, _uncertain_result(record.id)
-                    )
-                )
-            return history
+                return None
+            return HistoryChange(
+                append=[
+                    result_row(r.tool_call_id, r.tool_name, _uncertain_result(r.id), is_error=True)
+                    for r in missing
+                ]
+            )
 
-    async def _answer_turn(
-        self, run: TurnRun, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
-    ) -> None:
-        await run.turn.emit(ask_resolved_event(pending["toolCallId"], envelope["action"]))
+        history = await compare_and_set(self.store, history.id, report, current=history)
+        for record in missing:
+            await turn.emit(
+                tool_result_event(
+                    record.tool_call_id, record.tool_name, _uncertain_result(record.id)
+                )
+            )
+        return history
+
+    async def _answer_turn(self, run: TurnRun, pending: PendingAsk, answer: Answer) -> None:
+        await run.turn.emit(ask_resolved_event(pending.tool_call_id, answer.action))
         try:
-            if pending.get("origin") in GATE_ORIGINS:
-                await self._calls.resolve_gate(run, pending, envelope, scope)
+            await self._calls.resolve(run, pending, answer)
             if run.pause is None:
                 await self._calls.steps(run)
         except Exception as exc:
@@ -486,25 +450,28 @@ class Runtime:
             return
         await self._commit(run)
 
-    async def _undo_answer(self, run: TurnRun, pending: dict[str, Any]) -> bool:
+    async def _undo_answer(self, run: TurnRun, pending: PendingAsk) -> bool:
         """Put the answered ask back, when nothing but ``{askResolved}`` reached the client
         and the conversation has not changed since the answer."""
-        tool_call_id = pending["toolCallId"]
+        tool_call_id = pending.tool_call_id
+        undo = HistoryChange(
+            ask_status={tool_call_id: "pending"},
+            remove_results=[tool_call_id],
+            pending_ask=pending,
+        )
         try:
-            await self.store.histories.apply(
+            await compare_and_set(
+                self.store,
                 run.history.id,
-                HistoryChange(
-                    ask_status={tool_call_id: "pending"},
-                    remove_results=[tool_call_id],
-                    pending_ask=pending,
-                ),
-                expected_version=run.history.version,
-                log=_log_record(run, error=_failure_text()),
+                lambda _now: undo,
+                current=run.history,
+                log=lambda: _log_record(run, error=_failure_text()),
+                attempts=1,
             )
-        except (Conflict, NotFound):
+        except (Conflict, HistoryNotFound):
             return False
         run.turn.error = _failure_text()
-        run.turn.pending_summary = _summary(pending)
+        run.turn.pending_summary = pending.public("turn")
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
         return True
@@ -512,22 +479,23 @@ class Runtime:
     async def _commit(self, run: TurnRun) -> None:
         """Append the turn's rows and write its pending ask in one compare-and-set."""
         history_id = run.history.id
-        # First try the history as the turn last saw it: when nothing changed meanwhile, the
-        # compare-and-set succeeds without reading it again. Otherwise read it and retry.
-        current: History | None = run.history
         row_count = run.row_count
-        fresh = False
-        while True:
-            if fresh:
-                loaded = await self.store.histories.load(history_id)
-                current, row_count = (loaded[0], len(loaded[1])) if loaded else (None, None)
-            fresh = True
-            if current is None:
-                await run.turn.emit(error_event("The conversation was deleted during the turn."))
-                await run.turn.emit(done_event(history_id))
-                return
+        pending: PendingAsk | None = None
+        title: str | None = None
+        metadata: dict[str, Any] = dict(run.metadata)
+
+        async def read() -> History | None:
+            nonlocal row_count
+            loaded = await self.store.histories.load(history_id)
+            if loaded is None:
+                return None
+            row_count = len(loaded[1])
+            return loaded[0]
+
+        async def write(current: History) -> HistoryChange:
+            nonlocal pending, title, metadata, row_count
             rows = list(run.rows)
-            pending: dict[str, Any] | None = None
+            pending = None
             if run.pause is not None:
                 if current.pending_ask is None:
                     prompt_index = run.prompt_index
@@ -535,47 +503,48 @@ class Runtime:
                         if row_count is None:
                             row_count = len(await self.store.histories.rows(history_id))
                         prompt_index = row_count + 1
-                    pending = {
-                        **run.pause,
-                        "promptIndex": prompt_index,
-                        "responseMessages": messages_to_json(run.messages[run.turn_start :]),
-                    }
+                    pending = run.pause.replace(
+                        prompt_index=prompt_index,
+                        response_messages=messages_to_json(run.messages[run.turn_start :]),
+                    )
                 else:
                     rows = _cancel_paused(rows, run.pause)
             title = current.title or _title_for(run)
-            change = HistoryChange(
-                append=rows,
-                pending_ask=pending if pending is not None else _keep(),
-                title=title if current.title is None and title else _keep(),
-            )
             metadata = dict(run.metadata)
             if pending is not None:
                 meta = {**_ask_meta(pending), "phase": "asked"}
                 metadata["nextAsk" if "ask" in metadata else "ask"] = meta
-            try:
-                await self.store.histories.apply(
-                    history_id,
-                    change,
-                    expected_version=current.version,
-                    log=_log_record(run, metadata=metadata),
-                )
-            except Conflict:
-                continue
-            except NotFound:
-                await run.turn.emit(error_event("The conversation was deleted during the turn."))
-                await run.turn.emit(done_event(history_id))
-                return
-            break
+            return HistoryChange(
+                append=rows,
+                pending_ask=pending if pending is not None else _keep(),
+                title=title if current.title is None and title else _keep(),
+            )
+
+        # First try the history as the turn last saw it: when nothing changed meanwhile, the
+        # compare-and-set succeeds without reading it again.
+        try:
+            await compare_and_set(
+                self.store,
+                history_id,
+                write,
+                current=run.history,
+                read=read,
+                log=lambda: _log_record(run, metadata=metadata),
+            )
+        except HistoryNotFound:
+            await run.turn.emit(error_event("The conversation was deleted during the turn."))
+            await run.turn.emit(done_event(history_id))
+            return
         run.turn.title = title
         run.metadata = metadata
         if pending is not None:
-            run.turn.pending_summary = _summary(pending)
+            run.turn.pending_summary = pending.public("turn")
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
             done_event(
                 history_id,
                 title=title,
-                pending_tool_call_id=pending["toolCallId"] if pending else None,
+                pending_tool_call_id=pending.tool_call_id if pending else None,
             )
         )
 
@@ -593,27 +562,20 @@ class Runtime:
         entry = _log_record(run, error=str(exc) or type(exc).__name__)
         logged = False
         if run.rows:
-            while True:
-                current = await self.store.histories.get(run.history.id)
-                if current is None:
-                    break
-                try:
-                    await self.store.histories.apply(
-                        run.history.id,
-                        HistoryChange(
-                            append=run.rows,
-                            title=_title_for(run) if current.title is None else _keep(),
-                        ),
-                        expected_version=current.version,
-                        log=entry,
-                    )
-                except Conflict:
-                    continue
-                except NotFound:
-                    break
+
+            def keep(current: History) -> HistoryChange:
+                return HistoryChange(
+                    append=run.rows,
+                    title=_title_for(run) if current.title is None else _keep(),
+                )
+
+            try:
+                written = await compare_and_set(self.store, run.history.id, keep, log=lambda: entry)
+            except HistoryNotFound:
+                pass
+            else:
                 logged = True
-                run.turn.title = current.title or _title_for(run)
-                break
+                run.turn.title = written.title
         await run.turn.emit(error_event(message))
         await run.turn.emit(done_event(run.history.id, title=run.turn.title))
         if not logged:
@@ -646,60 +608,42 @@ def _log_record(
 
 def _surface(surface: Any) -> AskSurface:
     if surface not in ASK_SURFACES:
-        raise BadRequest(
-            "surface is not a known surface",
-            f"surface must be one of {', '.join(ASK_SURFACES)}.",
-        )
+        raise UnknownSurface(f"surface must be one of {', '.join(ASK_SURFACES)}.")
     return cast(AskSurface, surface)
 
 
-def _ask_tool_name(pending: dict[str, Any]) -> str:
-    if pending.get("origin") and pending.get("toolName"):
-        return str(pending["toolName"])
-    if pending["kind"] == "clarify":
-        return CLARIFY_TOOL
-    return f"ask_{pending['kind']}"
-
-
-def _ask_meta(pending: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = {"kind": pending["kind"], "toolCallId": pending["toolCallId"]}
-    if pending.get("origin"):
-        meta["origin"] = pending["origin"]
-        if pending.get("toolName"):
-            meta["toolName"] = pending["toolName"]
+def _ask_meta(pending: PendingAsk) -> dict[str, Any]:
+    meta: dict[str, Any] = {"kind": pending.kind, "toolCallId": pending.tool_call_id}
+    if pending.origin:
+        meta["origin"] = pending.origin
+        if pending.tool_name:
+            meta["toolName"] = pending.tool_name
     return meta
 
 
-def _not_pending_detail(pending: dict[str, Any] | None) -> str:
+def _not_pending_detail(pending: PendingAsk | None) -> str:
     if pending is None:
         return "The history waits on no ask: it was answered, cancelled, or never asked."
     return "The history waits on another ask. Reload the conversation to see it."
 
 
 def _cancel_paused(
-    rows: list[Row], pause: dict[str, Any], *, result: dict[str, Any] | None = None
+    rows: list[Row], pause: PendingAsk, *, result: dict[str, Any] | None = None
 ) -> list[Row]:
     """The rows with the paused ask cancelled: its call row marked ``cancelled`` and its
     cancel result added right after it; a gate's held call gets its denial too."""
     cancel = result or CANCEL_OTHER
     out: list[Row] = []
     for row in rows:
-        if row.get("type") == "tool-call" and row.get("toolCallId") == pause["toolCallId"]:
+        if row.get("type") == "tool-call" and row.get("toolCallId") == pause.tool_call_id:
             row = {**row, "ask": {**row["ask"], "status": "cancelled"}}
             out.append(row)
-            out.append(result_row(pause["toolCallId"], row["toolName"], cancel))
-            out.extend(_held_denial(pause, str(cancel.get("reason") or "user_cancelled")))
+            out.append(result_row(pause.tool_call_id, row["toolName"], cancel))
+            reason = str(cancel.get("reason") or "user_cancelled")
+            out.extend(gate_for(pause).denial_rows(pause, reason))
         else:
             out.append(row)
     return out
-
-
-def _held_denial(pending: dict[str, Any], reason: str) -> list[Row]:
-    """The result row that tells the model a gate's held call did not run."""
-    held = pending.get("heldToolCallId")
-    if not pending.get("origin") or not held:
-        return []
-    return [result_row(held, str(pending["toolName"]), execution_denied(reason), is_error=True)]
 
 
 def _title_for(run: TurnRun) -> str | None:
@@ -718,13 +662,6 @@ def _keep() -> Any:
     return UNSET
 
 
-def _summary(pending: dict[str, Any]) -> dict[str, Any]:
-    """The headless summary of a pending ask: a gate shows as a plain ask, and a clarify ask as
-    the kind of its card, so the published schemas hold."""
-    kind = pending["kind"] if pending["kind"] in ASK_KINDS else pending["simple"]["kind"]
-    return {"toolCallId": pending["toolCallId"], "kind": kind, "simple": pending["simple"]}
-
-
 def _uncertain_result(confirmation_id: str) -> dict[str, Any]:
     return {
         "status": "error",
@@ -740,10 +677,7 @@ def _uncertain_result(confirmation_id: str) -> dict[str, Any]:
 
 def _owned(principal: Principal, history_id: str, history: History | None) -> History:
     if history is None:
-        raise NotFound("History not found", f"No history has the id {history_id!r}.")
+        raise HistoryNotFound(f"No history has the id {history_id!r}.")
     if history.owner_id != principal.user_id:
-        raise Forbidden(
-            "Not authorized to access this history",
-            "The history belongs to another user.",
-        )
+        raise NotOwner("The history belongs to another user.")
     return history

@@ -2,7 +2,8 @@
 
 Ask calls are validated and pause the turn (one slot per turn); ``clarify`` calls do the same
 with an envelope; host tool calls are checked, then decided by the policy: run, deny, or pause
-on an approval or a permission ask. `StepRunner.resolve_gate` carries out the answer to those.
+on an approval or a permission ask. `StepRunner.resolve` carries out an answer through the
+gate table (`gate.py`); nothing here branches on an ask's origin.
 """
 
 from __future__ import annotations
@@ -13,32 +14,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .._util import iso, new_id, utc_now
+from .._util import new_id
 from ..asks import (
     AskValidationError,
+    PendingAsk,
     clarify_error_text,
-    clarify_simple_card,
-    to_simple_card,
     validate_ask_input,
     validate_clarify_prompts,
 )
-from ..policy import Decision, GrantScope, decide
+from ..policy import Decision, decide
 from ..store import Store
 from ..store.records import History
 from .action_calls import ActionBinding, ActionCalls, ActionStep
 from .agent import Agent
 from .events import error_event, text_event, tool_call_event, tool_result_event
-from .gates import (
-    CONFIRMATION,
-    PERMISSION,
-    SELECTION,
-    approval_pending,
-    chosen_level,
-    chosen_option,
-    denial_reason,
-    execution_denied,
-    permission_pending,
-)
+from .gate import Answer, GateRequired, execution_denied, gate_for
+from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
 from .models.base import Model, ModelRequest, TextDelta, ToolCallPart
@@ -71,14 +62,18 @@ class TurnRun:
     rows: list[Row] = field(default_factory=list)
     turn_id: str = field(default_factory=new_id)
     output: bool = False
-    pause: dict[str, Any] | None = None
+    pause: PendingAsk | None = None
     log_prompt: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
 
 class StepRunner:
-    """Runs the model steps and tool calls of turns over one store."""
+    """Runs the model steps and tool calls of turns over one store.
+
+    Gates (`gate.py`) carry out answers through its public methods: `held`, `deny`,
+    `tool_result`, `run_and_record`, `decided_call`, `action` and `action_step`.
+    """
 
     def __init__(self, store: Store, actions: ActionCalls) -> None:
         self.store = store
@@ -124,31 +119,12 @@ class StepRunner:
             if kind is not None:
                 errors = validate_ask_input(kind, call.arguments, surface=setup.surface)
                 if errors:
-                    run.messages.append(
-                        ToolResultMessage(
-                            tool_call_id=call.id,
-                            tool_name=call.name,
-                            content=_invalid_ask_text(call.name, errors),
-                            is_error=True,
-                        )
-                    )
+                    self._tool_error(run, call, _invalid_ask_text(call.name, errors))
                 elif run.pause is None:
-                    run.pause = {
-                        "toolCallId": call.id,
-                        "kind": kind,
-                        "input": call.arguments,
-                        "simple": to_simple_card(kind, call.arguments, call.id),
-                        "created": iso(utc_now()),
-                    }
+                    run.pause = MODEL_ASKS.ask(call, kind)
                     run.rows.append(call_row(call, step=step, ask_kind=kind))
                 else:
-                    run.rows.append(call_row(call, step=step, ask_kind=kind, status="cancelled"))
-                    run.rows.append(result_row(call.id, call.name, CANCEL_OTHER))
-                    run.messages.append(
-                        ToolResultMessage(
-                            tool_call_id=call.id, tool_name=call.name, content=CANCEL_OTHER
-                        )
-                    )
+                    self._cancel_extra_ask(run, call, step, kind)
                 continue
             await self._host_call(run, call, step, clarify_in_step=clarify_in_step)
 
@@ -159,30 +135,28 @@ class StepRunner:
             call.arguments.get("prompts"), call.arguments.get("title")
         )
         if result.envelope is None:
-            run.messages.append(
-                ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=clarify_error_text(result.errors),
-                    is_error=True,
-                )
+            self._tool_error(run, call, clarify_error_text(result.errors))
+        elif run.pause is not None:
+            self._cancel_extra_ask(run, call, step, "clarify")
+        else:
+            run.pause = CLARIFY.ask(call, result.envelope)
+            run.rows.append(call_row(call, step=step, ask_kind="clarify"))
+
+    def _tool_error(self, run: TurnRun, call: ToolCall, text: str) -> None:
+        """An invalid ask or clarify call: the model reads why; nothing is stored."""
+        run.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, content=text, is_error=True
             )
-            return
-        if run.pause is not None:
-            run.rows.append(call_row(call, step=step, ask_kind="clarify", status="cancelled"))
-            run.rows.append(result_row(call.id, call.name, CANCEL_OTHER))
-            run.messages.append(
-                ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=CANCEL_OTHER)
-            )
-            return
-        run.pause = {
-            "toolCallId": call.id,
-            "kind": "clarify",
-            "input": result.envelope,
-            "simple": clarify_simple_card(result.envelope, call.id),
-            "created": iso(utc_now()),
-        }
-        run.rows.append(call_row(call, step=step, ask_kind="clarify"))
+        )
+
+    def _cancel_extra_ask(self, run: TurnRun, call: ToolCall, step: str, kind: str) -> None:
+        """An ask after the first in a step: cancelled with ``one_ask_at_a_time``."""
+        run.rows.append(call_row(call, step=step, ask_kind=kind, status="cancelled"))
+        run.rows.append(result_row(call.id, call.name, CANCEL_OTHER))
+        run.messages.append(
+            ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=CANCEL_OTHER)
+        )
 
     async def _host_call(
         self, run: TurnRun, call: ToolCall, step: str, *, clarify_in_step: bool
@@ -196,24 +170,31 @@ class StepRunner:
         if tool is None:
             offered = ", ".join(sorted([*setup.host_tools, *setup.ask_tools])) or "none"
             text = f"There is no tool named {call.name!r}. The tools are: {offered}."
-            await self._tool_result(run, call, text, is_error=True)
+            await self.tool_result(run, call, text, is_error=True)
             return
         if INVALID_ARGUMENTS_KEY in call.arguments:
             text = (
                 f"The arguments of {call.name} were not a JSON object, so it did not run. "
                 "Call it again with a JSON object that matches its input schema."
             )
-            await self._tool_result(run, call, text, is_error=True)
+            await self.tool_result(run, call, text, is_error=True)
             return
         problems = tool.check(call.arguments)
         if problems:
-            await self._tool_result(
+            await self.tool_result(
                 run, call, invalid_arguments_text(tool.name, problems), is_error=True
             )
             return
+        await self.decided_call(run, tool, call, clarify_in_step=clarify_in_step)
+
+    async def decided_call(
+        self, run: TurnRun, tool: Tool, call: ToolCall, *, clarify_in_step: bool = False
+    ) -> None:
+        """Decide a checked call by the policy and act on it: run it, send an action to its
+        next gate, deny it, or pause on a permission ask or an approval."""
         connection = run.agent.connection_of(tool.name)
         decision = await self._decide(run, tool, connection, clarify_in_step=clarify_in_step)
-        binding = _binding(run.agent, tool.name)
+        binding = self.binding(run.agent, tool.name)
         # An HTTP action: read-only ones run when allowed; a side effect's confirmation is its
         # approval, so it goes to its confirmation whether the level allows it or asks.
         if (
@@ -221,27 +202,30 @@ class StepRunner:
             and decision.action in ("allow", "ask")
             and (binding.tool.needs_confirmation or decision.action == "allow")
         ):
-            await self._action(run, call, binding)
+            await self.action(run, call, binding)
             return
         if decision.action == "allow":
-            await self._run_and_record(run, tool, call)
+            await self.run_and_record(run, tool, call)
             return
         if decision.action == "deny":
             if run.agent.asks is None and decision.reason:
                 log.warning("tool %s needs an ask but asks are off: denied", tool.name)
-            await self._tool_result(run, call, decision.reason, is_error=True)
+            await self.tool_result(run, call, decision.reason, is_error=True)
             return
         if run.pause is not None:
-            await self._deny(run, call, "one_ask_at_a_time")
+            await self.deny(run, call, "one_ask_at_a_time")
             return
         if decision.action == "permission":
-            gate = permission_pending(connection, tool, call)
+            self.pause(run, PERMISSIONS.ask(connection, tool, call))
         else:
-            gate = approval_pending(run.agent, tool, call)
-        run.pause = gate
-        run.rows.append(_gate_row(gate, step))
+            self.pause(run, APPROVALS.ask(run.agent, tool, call))
 
-    async def _action(
+    def pause(self, run: TurnRun, pending: PendingAsk, where: str | None = None) -> None:
+        """Pause the turn on a gate's ask, with the gate's display row."""
+        run.pause = pending
+        run.rows.append(_gate_row(pending, where or f"{run.turn_id}:gate"))
+
+    async def action(
         self,
         run: TurnRun,
         call: ToolCall,
@@ -250,7 +234,7 @@ class StepRunner:
     ) -> None:
         """Run an action as far as it goes: its result, or a gate to pause on."""
         if binding.tool.needs_confirmation and run.pause is not None:
-            await self._deny(run, call, "one_ask_at_a_time")
+            await self.deny(run, call, "one_ask_at_a_time")
             return
         step = await self.actions.call(
             binding,
@@ -259,16 +243,14 @@ class StepRunner:
             user_id=run.principal.user_id,
             choices=choices,
         )
-        await self._action_step(run, call, step, f"{run.turn_id}:gate")
+        await self.action_step(run, call, step)
 
-    async def _action_step(
-        self, run: TurnRun, call: ToolCall, step: ActionStep, where: str
-    ) -> None:
+    async def action_step(self, run: TurnRun, call: ToolCall, step: ActionStep) -> None:
+        """What an action call came to: pause on its gate, or give the model its result."""
         if step.gate is not None:
-            run.pause = step.gate
-            run.rows.append(_gate_row(step.gate, where))
+            self.pause(run, step.gate)
         else:
-            await self._tool_result(run, call, step.result, is_error=step.is_error)
+            await self.tool_result(run, call, step.result, is_error=step.is_error)
 
     async def _decide(
         self, run: TurnRun, tool: Tool, connection: ToolSet, *, clarify_in_step: bool
@@ -286,11 +268,35 @@ class StepRunner:
             clarify_in_step=clarify_in_step,
         )
 
-    async def _run_and_record(self, run: TurnRun, tool: Tool, call: ToolCall) -> None:
-        content, is_error = await _run_tool(tool, call)
-        await self._tool_result(run, call, content, is_error=is_error)
+    async def run_and_record(self, run: TurnRun, tool: Tool, call: ToolCall) -> None:
+        """Run the tool once and give the model its result; a tool that raises
+        `GateRequired` pauses the turn on that gate instead."""
+        try:
+            content, is_error = await _run_tool(tool, call)
+        except GateRequired as required:
+            await self._gate_required(run, tool, call, required)
+            return
+        await self.tool_result(run, call, content, is_error=is_error)
 
-    async def _deny(self, run: TurnRun, call: ToolCall, reason: str) -> None:
+    async def _gate_required(
+        self, run: TurnRun, tool: Tool, call: ToolCall, required: GateRequired
+    ) -> None:
+        if run.pause is not None:
+            await self.deny(run, call, "one_ask_at_a_time")
+            return
+        errors = validate_ask_input(required.kind, required.input)
+        if errors:
+            log.warning("tool %s asked for an invalid %s ask", tool.name, required.origin)
+            text = f"The tool {tool.name} failed: it asked the person an invalid question."
+            await self.tool_result(run, call, text, is_error=True)
+            return
+        gate = gate_for(required.origin)
+        pending = gate.make(
+            call, tool_name=tool.name, kind=required.kind, input=required.input, **required.state
+        )
+        self.pause(run, pending)
+
+    async def deny(self, run: TurnRun, call: ToolCall, reason: str) -> None:
         """The held call does not run: the model reads why, the client sees ``approved:
         false``."""
         denied = execution_denied(reason)
@@ -305,9 +311,10 @@ class StepRunner:
             tool_result_event(call.id, call.name, {"approved": False, "reason": reason})
         )
 
-    async def _tool_result(
+    async def tool_result(
         self, run: TurnRun, call: ToolCall, content: Any, *, is_error: bool
     ) -> None:
+        """Give the model a call's result, store it, and stream it."""
         run.rows.append(result_row(call.id, call.name, content, is_error=is_error))
         run.messages.append(
             ToolResultMessage(
@@ -317,81 +324,34 @@ class StepRunner:
         run.output = True
         await run.turn.emit(tool_result_event(call.id, call.name, content))
 
-    async def resolve_gate(
-        self, run: TurnRun, pending: dict[str, Any], envelope: dict[str, Any], scope: GrantScope
-    ) -> None:
-        """Carry out the answer to an approval or a permission ask on the held call."""
+    def held(self, run: TurnRun, pending: PendingAsk) -> tuple[ToolCall, Tool] | None:
+        """The tool call a gate holds and its tool, found in the paused turn's own messages;
+        None (logged) when either is gone, and then nothing runs."""
         call = _held_call(run.messages, pending)
-        agent = run.agent
-        tool = agent.tools.get(call.name) if call is not None else None
+        tool = run.agent.tools.get(call.name) if call is not None else None
         if call is None or tool is None:
-            log.warning("the held call of %s is gone; nothing runs", pending["toolCallId"])
-            return
-        connection = agent.connection_of(tool.name)
-        user_id = run.principal.user_id
-        binding = _binding(agent, tool.name)
-        if pending["origin"] in (SELECTION, CONFIRMATION) and binding is not None:
-            reason = denial_reason(envelope)
-            if pending["origin"] == SELECTION:
-                chosen = chosen_option(envelope)
-                if chosen is None:
-                    await self._deny(run, call, reason or "user_declined")
-                    return
-                choices = {**pending.get("choices", {}), str(pending["dependency"]): chosen}
-                await self._action(run, call, binding, choices)
-                return
-            if reason is not None:
-                await self.actions.cancel(pending, reason)
-                await self._deny(run, call, reason)
-                return
-            step = await self.actions.confirm(
-                binding, call, pending, history_id=run.history.id, user_id=user_id
-            )
-            await self._action_step(run, call, step, f"{run.turn_id}:gate")
-            return
-        if pending["origin"] == PERMISSION:
-            level = chosen_level(envelope)
-            if level is None:
-                await self._deny(run, call, denial_reason(envelope) or "user_declined")
-                return
-            await self.store.permissions.set(user_id, connection.connection_id, level)
-            decision = await self._decide(run, tool, connection, clarify_in_step=False)
-            if (
-                binding is not None
-                and decision.action in ("allow", "ask")
-                and (binding.tool.needs_confirmation or decision.action == "allow")
-            ):
-                await self._action(run, call, binding)
-            elif decision.action == "allow":
-                await self._run_and_record(run, tool, call)
-            elif decision.action == "deny":
-                await self._tool_result(run, call, decision.reason, is_error=True)
-            else:
-                gate = approval_pending(agent, tool, call)
-                run.pause = gate
-                run.rows.append(_gate_row(gate, f"{run.turn_id}:gate"))
-            return
-        reason = denial_reason(envelope)
-        if reason is not None:
-            await self._deny(run, call, reason)
-            return
-        if scope == "conversation":
-            await self.store.grants.add(
-                user_id,
-                connection.connection_id,
-                tool.name,
-                "conversation",
-                history_id=run.history.id,
-            )
-        elif scope == "always":
-            await self.store.grants.add(user_id, connection.connection_id, tool.name, "always")
-        await self._run_and_record(run, tool, call)
+            log.warning("the held call of %s is gone; nothing runs", pending.tool_call_id)
+            return None
+        return call, tool
+
+    def binding(self, agent: Agent, tool_name: str) -> ActionBinding | None:
+        """The HTTP action behind an agent's tool, if it is one."""
+        found = agent.actions.get(tool_name)
+        if found is None:
+            return None
+        return ActionBinding(action_set=found[0], tool=found[1])
+
+    async def resolve(self, run: TurnRun, pending: PendingAsk, answer: Answer) -> None:
+        """Carry out an answer through its gate."""
+        await gate_for(pending).resolve(self, run, pending, answer)
 
 
 async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
     """Run a host tool: its result, or the error the model sees (never a traceback)."""
     try:
         return await tool.run(call.arguments), False
+    except GateRequired:
+        raise
     except ToolError as exc:
         return str(exc), True
     except Exception:
@@ -404,32 +364,25 @@ def _invalid_ask_text(tool_name: str, errors: list[AskValidationError]) -> str:
     return f"Invalid {tool_name} input, so nothing was shown to the user. {problems}"
 
 
-def _gate_row(gate: dict[str, Any], step: str) -> Row:
+def _gate_row(gate: PendingAsk, step: str) -> Row:
     """The row of a gate: a call of the host tool named by the gate's id, for display only."""
-    ask: dict[str, Any] = {"kind": gate["kind"], "status": "pending", "origin": gate["origin"]}
+    ask: dict[str, Any] = {"kind": gate.kind, "status": "pending", "origin": gate.origin}
     return {
         "type": "tool-call",
-        "toolName": gate["toolName"],
-        "toolCallId": gate["toolCallId"],
-        "args": gate["input"],
+        "toolName": gate.tool_name,
+        "toolCallId": gate.tool_call_id,
+        "args": gate.input,
         "step": step,
         "ask": ask,
     }
 
 
-def _held_call(messages: list[Message], pending: dict[str, Any]) -> ToolCall | None:
+def _held_call(messages: list[Message], pending: PendingAsk) -> ToolCall | None:
     """The tool call a gate holds, found in the paused turn's own messages."""
-    held = pending.get("heldToolCallId")
+    held = pending.held_tool_call_id
     for message in reversed(messages):
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
                 if call.id == held:
                     return call
     return None
-
-
-def _binding(agent: Agent, tool_name: str) -> ActionBinding | None:
-    found = agent.actions.get(tool_name)
-    if found is None:
-        return None
-    return ActionBinding(action_set=found[0], tool=found[1])

@@ -9,11 +9,10 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-from ..errors import NotFound
 from .auth import Caller
 from .bodies import store_of
 from .openapi import JsonSchema, json_ok, problems
-from .problems import ok
+from .problems import not_found, ok
 
 __all__ = ["add_confirmation_routes"]
 
@@ -61,7 +60,7 @@ async def get_confirmation(
     store = store_of(request)
     record = await store.confirmations.get(confirmation_id)
     if record is None or record.user_id != principal.user_id:
-        raise NotFound(NOT_FOUND, f"You have no confirmation with the id {confirmation_id!r}.")
+        raise not_found(NOT_FOUND, f"You have no confirmation with the id {confirmation_id!r}.")
     record = await store.confirmations.reconcile(confirmation_id)
     data: dict[str, Any] = dict(record.to_json())
     if record.state == "uncertain":

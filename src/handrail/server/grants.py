@@ -24,7 +24,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from .._util import iso
-from ..errors import BadRequest, NotFound
+from ..errors import BadRequest
 from ..policy import (
     PERMISSION_DESCRIPTIONS,
     PERMISSION_LABELS,
@@ -39,7 +39,7 @@ from ..store.records import PermissionRecord
 from .auth import Caller
 from .bodies import NO_BODY, read_json, runtime_of, store_of
 from .openapi import JsonSchema, body, json_ok, problems
-from .problems import ok
+from .problems import not_found, ok
 
 __all__ = ["add_grant_routes", "connection_catalog", "permission_catalog"]
 
@@ -205,7 +205,7 @@ async def list_grants(request: Request, principal: Caller) -> JSONResponse:
 async def delete_grant(request: Request, principal: Caller, grant_id: GrantId) -> JSONResponse:
     deleted = await store_of(request).grants.delete(grant_id, user_id=principal.user_id)
     if not deleted:
-        raise NotFound(GRANT_NOT_FOUND, f"You have no grant with the id {grant_id!r}.")
+        raise not_found(GRANT_NOT_FOUND, f"You have no grant with the id {grant_id!r}.")
     return ok(request, {"id": grant_id, "deleted": True})
 
 
@@ -227,7 +227,7 @@ async def set_permission(
 ) -> JSONResponse:
     known = _connections(runtime_of(request))
     if connection_id not in known:
-        raise NotFound(
+        raise not_found(
             CONNECTION_NOT_FOUND,
             f"No agent has a connection with tools named {connection_id!r}; the connections "
             f"are {', '.join(known) or 'none'}.",
@@ -242,7 +242,7 @@ async def delete_permission(
 ) -> JSONResponse:
     forgotten = await store_of(request).permissions.clear(principal.user_id, connection_id)
     if not forgotten:
-        raise NotFound(
+        raise not_found(
             PERMISSION_NOT_FOUND,
             f"You have no saved level for {connection_id!r}: its next use asks for one already.",
         )

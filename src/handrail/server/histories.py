@@ -10,16 +10,17 @@ from __future__ import annotations
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from ..asks import ASK_SURFACES
-from ..errors import BadRequest, Forbidden, NotFound, ProblemError
+from ..errors import BadRequest, DomainError, NotOwner, ProblemError
 from ..runtime.turn import Principal, Turn
 from ..store.records import History
 from .auth import Caller
-from .bodies import NO_BODY, read_json, runtime_of, store_of
+from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .openapi import body, json_ok, problems, ref
-from .problems import ok
+from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
+from .problems import HEADLESS_PROBLEMS, forbidden, not_found, ok, problem_for
 from .views import history_json, pending_ask_summary
 
 __all__ = ["add_history_routes"]
@@ -32,15 +33,14 @@ READ_ONLY_FIELDS: Final = frozenset({"id", "userId", "created", "updated", "pend
 TURN_FIELDS: Final = ("prompt", "askResponse", "toolCallId", "buttonId", "surface")
 NOT_AUTHORIZED: Final = "Not authorized to access this history"
 NOT_FOUND_CODE: Final = "document-not-found"
-ACCESS_DENIED_CODE: Final = "action-access-denied"
 TURN_CODE: Final = "action-body-validation-failed"
 
 
 # --- access ----------------------------------------------------------------------------------
 
 
-def _not_found(history_id: str) -> NotFound:
-    return NotFound(
+def _not_found(history_id: str) -> ProblemError:
+    return not_found(
         "Document not found", f"No history has the id {history_id!r}.", code=NOT_FOUND_CODE
     )
 
@@ -56,7 +56,7 @@ async def readable_history(request: Request, principal: Principal, history_id: s
     """The history when the caller owns it or is an admin."""
     history = await _history(request, history_id)
     if history.owner_id != principal.user_id and not principal.is_admin:
-        raise Forbidden(NOT_AUTHORIZED, "The history belongs to another user.")
+        raise forbidden(NOT_AUTHORIZED, "The history belongs to another user.")
     return history
 
 
@@ -67,7 +67,7 @@ async def owned_history(request: Request, principal: Principal, history_id: str)
         detail = "The history belongs to another user."
         if principal.is_admin:
             detail += " An admin may read it but not change it."
-        raise Forbidden(NOT_AUTHORIZED, detail)
+        raise forbidden(NOT_AUTHORIZED, detail)
     return history
 
 
@@ -133,16 +133,30 @@ async def create_history(request: Request, principal: Caller) -> JSONResponse:
     return ok(request, history_json(history, []), status_code=201)
 
 
-async def list_histories(request: Request, principal: Caller) -> JSONResponse:
-    histories = await store_of(request).histories.list(principal.user_id)
-    return ok(request, [history_json(history) for history in histories])
+async def list_histories(
+    request: Request, principal: Caller, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None
+) -> Response:
+    after = decode_cursor(cursor, "histories", principal.user_id)
+    page = await store_of(request).histories.list_page(principal.user_id, limit=limit, after=after)
+    return await paged_response(
+        request, page, history_json, list_name="histories", user_id=principal.user_id, limit=limit
+    )
 
 
-async def list_pending_asks(request: Request, principal: Caller) -> JSONResponse:
-    histories = await store_of(request).histories.pending(principal.user_id)
-    return ok(
+async def list_pending_asks(
+    request: Request, principal: Caller, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None
+) -> Response:
+    after = decode_cursor(cursor, "pendingAsks", principal.user_id)
+    page = await store_of(request).histories.pending_page(
+        principal.user_id, limit=limit, after=after
+    )
+    return await paged_response(
         request,
-        [pending_ask_summary(h) for h in histories if h.pending_ask is not None],
+        page,
+        pending_ask_summary,
+        list_name="pendingAsks",
+        user_id=principal.user_id,
+        limit=limit,
     )
 
 
@@ -239,25 +253,30 @@ def _other(key: str) -> str:
     return "buttonId" if key == "toolCallId" else "toolCallId"
 
 
-def _headless_problem(exc: ProblemError, principal: Principal, history_id: str) -> ProblemError:
-    """The runtime's 404 and 403 with the titles and codes of the headless table."""
-    if exc.status == 404:
-        return _not_found(history_id)
-    if exc.status == 403 and exc.title == NOT_AUTHORIZED:
-        if principal.is_admin:
-            return Forbidden(
-                NOT_AUTHORIZED,
-                "A turn speaks as the conversation's owner; an admin cannot send one to "
-                "another user's history.",
-            )
-        return Forbidden(
-            "Access denied", "The history belongs to another user.", code=ACCESS_DENIED_CODE
+def _headless_problem(exc: DomainError, principal: Principal) -> ProblemError:
+    """A domain error with the titles and codes of the headless table."""
+    if isinstance(exc, NotOwner) and principal.is_admin:
+        return forbidden(
+            NOT_AUTHORIZED,
+            "A turn speaks as the conversation's owner; an admin cannot send one to "
+            "another user's history.",
         )
-    return exc
+    problem = problem_for(exc, HEADLESS_PROBLEMS)
+    return ProblemError(
+        problem["title"],
+        problem["detail"],
+        status=problem["status"],
+        code=problem.get("code"),
+        fields=problem.get("fields"),
+    )
 
 
 async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JSONResponse:
-    data = await read_json(request, invalid=lambda m: _invalid({"body": m}, TURN_CODE))
+    data = await read_json(
+        request,
+        invalid=lambda m: _invalid({"body": m}, TURN_CODE),
+        files_answer=FilesAnswer(principal.user_id, history_id),
+    )
     checked = _turn_body(data)
     runtime = runtime_of(request)
     surface = checked.get("surface", "full")
@@ -279,8 +298,8 @@ async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JS
                 checked["buttonId"],
                 surface=surface,
             )
-    except ProblemError as exc:
-        raise _headless_problem(exc, principal, history_id) from None
+    except DomainError as exc:
+        raise _headless_problem(exc, principal) from None
     # The turn runs as its own task: a client that disconnects now does not stop it.
     result = await started.result()
     return ok(request, result.to_json())
@@ -308,10 +327,12 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
         name="listHistories",
         operation_id="listHistories",
         tags=["histories"],
-        summary="The caller's conversations, newest first",
+        summary="The caller's conversations, newest first, a page at a time",
+        description="Newest (by created) first. At most limit items; when more follow, the "
+        'Link header holds the next page\'s URL (rel="next"). Follow it until a page has none.',
         responses={
-            **json_ok({"type": "array", "items": ref("HistorySummary")}, "The histories."),
-            **problems(),
+            **paged_ok({"type": "array", "items": ref("HistorySummary")}, "A page of histories."),
+            **problems(400, notes={400: "limit or cursor is not valid; fields names it."}),
         },
     )
     if asks_enabled:
@@ -322,10 +343,15 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
             name="listPendingAsks",
             operation_id="listPendingAsks",
             tags=["histories"],
-            summary="The caller's pending asks, newest first",
+            summary="The caller's pending asks, newest first, a page at a time",
+            description="Newest ask first. At most limit items; when more follow, the Link "
+            'header holds the next page\'s URL (rel="next"). Follow it until a page has none. '
+            "The body is exactly the published pendingAsksResponse schema.",
             responses={
-                **json_ok({"type": "array", "items": ref("PendingAsk")}, "The pending asks."),
-                **problems(),
+                **paged_ok(
+                    {"type": "array", "items": ref("PendingAsk")}, "A page of pending asks."
+                ),
+                **problems(400, notes={400: "limit or cursor is not valid; fields names it."}),
             },
         )
     router.add_api_route(

@@ -4,7 +4,10 @@ Every request gets a fresh id (a UUID4), sent back in the ``X-Request-Id`` heade
 JSON body as ``requestId``. Errors are ``application/problem+json`` bodies
 ``{status, title, detail, code?, fields?, requestId}``:
 
-- a `ProblemError` as it is (its status, the spec's title, code and fields);
+- a domain error (`handrail.errors.DomainError`) with the status and the spec's title that
+  `PROBLEMS` gives its type (the headless ``turn`` route uses `HEADLESS_PROBLEMS` first), its
+  detail, and its code and fields;
+- a `ProblemError` (the web edge's own errors) as it is;
 - a body that fails FastAPI's validation as 400 ``Validation failed`` with ``fields``;
 - any other HTTP error of Starlette (an unknown route, a method not allowed) with the HTTP
   reason as its title;
@@ -17,6 +20,8 @@ from __future__ import annotations
 import http
 import logging
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from fastapi import FastAPI, Request
@@ -26,14 +31,46 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import ProblemError
+from ..errors import (
+    AnswerIdMissing,
+    AnswerNotObject,
+    ConfirmationExpired,
+    Conflict,
+    DomainError,
+    FileNotFound,
+    Forbidden,
+    HistoryNotFound,
+    InvalidAnswer,
+    InvalidRequest,
+    NotFound,
+    NotOwner,
+    NotPending,
+    ProblemError,
+    PromptRequired,
+    UnknownAgent,
+    UnknownButton,
+    UnknownSurface,
+)
+from ..store import (
+    ConfirmationConflict,
+    ConfirmationNotFound,
+    ConfirmationNotSending,
+    GrantConflict,
+    HistoryConflict,
+)
 
 __all__ = [
+    "HEADLESS_PROBLEMS",
+    "PROBLEMS",
     "PROBLEM_JSON",
     "CatchAllMiddleware",
+    "Problem",
     "RequestIdMiddleware",
+    "forbidden",
     "install_problem_handlers",
+    "not_found",
     "ok",
+    "problem_for",
     "problem_response",
     "request_id_of",
 ]
@@ -42,6 +79,70 @@ log = logging.getLogger("handrail.server")
 
 PROBLEM_JSON: Final = "application/problem+json"
 REQUEST_ID_HEADER: Final = "X-Request-Id"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """How a domain error shows on the wire: its status, the spec's title, a default code."""
+
+    status: int
+    title: str
+    code: str | None = None
+
+
+#: Every domain error type's status and title (the spec's "Error responses" and the routes'
+#: own). A type not listed takes its nearest listed base class.
+PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
+    PromptRequired: Problem(400, "prompt is required"),
+    AnswerNotObject: Problem(400, "askResponse must be an object"),
+    AnswerIdMissing: Problem(400, "askResponse.toolCallId is required"),
+    UnknownSurface: Problem(400, "surface is not a known surface"),
+    UnknownAgent: Problem(400, "Unknown agent"),
+    UnknownButton: Problem(400, "Unknown buttonId", "UNKNOWN_BUTTON"),
+    InvalidAnswer: Problem(400, "Invalid askResponse"),
+    InvalidRequest: Problem(400, "Validation failed"),
+    HistoryNotFound: Problem(404, "History not found"),
+    FileNotFound: Problem(404, "File not found"),
+    ConfirmationNotFound: Problem(404, "Confirmation not found"),
+    NotFound: Problem(404, "Not Found"),
+    NotOwner: Problem(403, "Not authorized to access this history"),
+    Forbidden: Problem(403, "Forbidden"),
+    NotPending: Problem(409, "This ask is no longer pending"),
+    ConfirmationExpired: Problem(409, "Confirmation expired", "CONFIRMATION_STALE"),
+    ConfirmationNotSending: Problem(409, "Confirmation is not being sent"),
+    ConfirmationConflict: Problem(409, "Confirmation is no longer pending"),
+    HistoryConflict: Problem(409, "History changed"),
+    GrantConflict: Problem(409, "Grant changed"),
+    Conflict: Problem(409, "Conflict"),
+}
+
+#: The headless ``turn`` route's own titles and codes (the spec's "Headless endpoints").
+HEADLESS_PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
+    HistoryNotFound: Problem(404, "Document not found", "document-not-found"),
+    NotOwner: Problem(403, "Access denied", "action-access-denied"),
+}
+
+
+def problem_for(error: DomainError, *tables: Mapping[type[DomainError], Problem]) -> dict[str, Any]:
+    """The problem JSON of a domain error (without ``requestId``): the first of `tables`
+    (then `PROBLEMS`) that lists the error's type or a base of it gives status and title."""
+    problem = Problem(500, "Internal Server Error")
+    for table in (*tables, PROBLEMS):
+        found = next((table[t] for t in type(error).__mro__ if t in table), None)
+        if found is not None:
+            problem = found
+            break
+    body: dict[str, Any] = {
+        "status": problem.status,
+        "title": problem.title,
+        "detail": error.detail,
+    }
+    code = error.code or problem.code
+    if code is not None:
+        body["code"] = code
+    if error.fields is not None:
+        body["fields"] = error.fields
+    return body
 
 
 def request_id_of(scope_or_request: Request | Scope) -> str:
@@ -78,9 +179,24 @@ def _reason(status: int) -> str:
         return "Error"
 
 
+def not_found(title: str, detail: str, *, code: str | None = None) -> ProblemError:
+    """A 404 of the web edge (a route's own resource: a grant, a page, a file of the UI)."""
+    return ProblemError(title, detail, status=404, code=code)
+
+
+def forbidden(title: str, detail: str, *, code: str | None = None) -> ProblemError:
+    """A 403 of the web edge."""
+    return ProblemError(title, detail, status=403, code=code)
+
+
 async def _on_problem(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProblemError)
     return problem_response(request, exc.to_problem())
+
+
+async def _on_domain_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DomainError)
+    return problem_response(request, problem_for(exc))
 
 
 async def _on_http_error(request: Request, exc: Exception) -> Response:
@@ -151,6 +267,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
 def install_problem_handlers(app: FastAPI) -> None:
     """Turn every error into problem JSON (see the module docstring)."""
     app.add_exception_handler(ProblemError, _on_problem)
+    app.add_exception_handler(DomainError, _on_domain_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
 

@@ -1,50 +1,31 @@
 """The JSON the API sends for stored records. One place decides what leaves the server.
 
-A stored ``pendingAsk`` also holds ``promptIndex`` and ``responseMessages``, which are for the
-model only: `public_pending_ask` copies only the fields a client may see, so nothing added to
+A stored ``pendingAsk`` also holds ``promptIndex``, ``responseMessages`` and gate state, which
+are for the server only: which keys each surface shows is declared once, in
+`handrail.asks.PENDING_ASK_FIELDS`, and `PendingAsk.public` applies it, so nothing added to
 the stored form later can leak by accident.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
-
-from handrail.asks import ASK_KINDS
+from typing import Any
 
 from .._util import iso
+from ..asks import PendingAsk
 from ..store.records import FileRecord, History, StoredRow
 
 __all__ = [
-    "PUBLIC_PENDING_ASK_KEYS",
     "file_json",
     "history_json",
     "pending_ask_summary",
     "public_pending_ask",
 ]
 
-#: The fields of a stored ``pendingAsk`` that a client sees, in this order.
-PUBLIC_PENDING_ASK_KEYS: Final = (
-    "toolCallId",
-    "kind",
-    "input",
-    "simple",
-    "created",
-    "origin",
-    "toolName",
-    "connectionId",
-    "approvalId",
-    "preview",
-    "expiresAt",
-)
 
-
-def public_pending_ask(pending: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The client's view of a stored ``pendingAsk``: never ``promptIndex`` or
-    ``responseMessages``."""
-    if pending is None:
-        return None
-    return {key: pending[key] for key in PUBLIC_PENDING_ASK_KEYS if key in pending}
+def public_pending_ask(pending: PendingAsk | None) -> dict[str, Any] | None:
+    """The history view of a pending ask: never ``promptIndex`` or ``responseMessages``."""
+    return None if pending is None else pending.public("view")
 
 
 def history_json(history: History, rows: Sequence[StoredRow] | None = None) -> dict[str, Any]:
@@ -64,19 +45,15 @@ def history_json(history: History, rows: Sequence[StoredRow] | None = None) -> d
 
 
 def pending_ask_summary(history: History) -> dict[str, Any]:
-    """One entry of ``GET /histories/pendingAsks``. An approval ask shows as a plain ask of its
-    kind: ``origin`` and ``toolName`` are left out."""
+    """One entry of ``GET /histories/pendingAsks``. A gate shows as a plain ask of its kind
+    (and a clarify ask as the kind of its card), so the published schemas hold."""
     pending = history.pending_ask
     assert pending is not None
     out: dict[str, Any] = {"historyId": history.id}
     if history.title:
         out["title"] = history.title
-    out["toolCallId"] = pending["toolCallId"]
-    # A clarify ask shows as the kind of its card (one choice, one confirm, or a form), so the
-    # published schemas, whose kinds are the five ask kinds, hold for every summary.
-    out["kind"] = pending["kind"] if pending["kind"] in ASK_KINDS else pending["simple"]["kind"]
-    out["simple"] = pending["simple"]
-    out["created"] = pending.get("created") or iso(history.updated)
+    out.update(pending.public("summary"))
+    out.setdefault("created", iso(history.updated))
     return out
 
 

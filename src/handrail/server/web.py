@@ -25,7 +25,7 @@ from typing import Final
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ..errors import NotFound
+from .problems import not_found
 
 __all__ = ["SHELL_PATHS", "STATIC_PREFIX", "WebFiles", "add_web_routes"]
 
@@ -135,14 +135,14 @@ def add_web_routes(router: APIRouter, prefix: str) -> None:
     async def shell(request: Request) -> Response:
         history_id = request.path_params.get("historyId")
         if history_id is not None and not HISTORY_ID.fullmatch(str(history_id)):
-            raise NotFound("Not Found", "A conversation's page is /c/ and its 24-character id.")
+            raise not_found("Not Found", "A conversation's page is /c/ and its 24-character id.")
         return _respond(request, loaded().shell, SHELL_HEADERS)
 
     async def static(request: Request) -> Response:
         path = str(request.path_params["path"])
         file = loaded().static.get(path)
         if file is None:
-            raise NotFound("Not Found", f"The web UI has no file {path!r}.")
+            raise not_found("Not Found", f"The web UI has no file {path!r}.")
         return _respond(request, file, COMMON_HEADERS)
 
     for path in SHELL_PATHS:

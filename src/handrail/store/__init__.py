@@ -24,13 +24,15 @@ from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
 from handrail.store.confirmations import (
     CONFIRMATION_STALE,
     ConfirmationConflict,
+    ConfirmationNotFound,
+    ConfirmationNotSending,
     ConfirmationRepo,
     confirmations_of,
 )
 from handrail.store.db import DEFAULT_URL, Database, driver_url
 from handrail.store.files import FileRepo
 from handrail.store.histories import HistoryConflict, HistoryRepo, load_history
-from handrail.store.permissions import GrantRepo, PermissionRepo
+from handrail.store.permissions import GrantConflict, GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
     AskStatus,
@@ -60,6 +62,8 @@ __all__ = [
     "BlobStore",
     "ConfirmationConflict",
     "ConfirmationJSON",
+    "ConfirmationNotFound",
+    "ConfirmationNotSending",
     "ConfirmationRecord",
     "ConfirmationRepo",
     "ConfirmationState",
@@ -67,6 +71,7 @@ __all__ = [
     "FileRecord",
     "FileRepo",
     "Grant",
+    "GrantConflict",
     "GrantJSON",
     "GrantRepo",
     "GrantScope",

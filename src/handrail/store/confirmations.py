@@ -41,6 +41,8 @@ from handrail.store.tables import confirmations
 __all__ = [
     "CONFIRMATION_STALE",
     "ConfirmationConflict",
+    "ConfirmationNotFound",
+    "ConfirmationNotSending",
     "ConfirmationRepo",
     "confirmation_not_found",
     "confirmation_of",
@@ -79,19 +81,26 @@ class ConfirmationConflict(Conflict):
         *,
         state: ConfirmationState,
         reason: ConflictReason,
-        title: str = "Confirmation is no longer pending",
         detail: str,
         code: str | None = CONFIRMATION_STALE,
     ) -> None:
-        super().__init__(title, detail, code=code)
+        super().__init__(detail, code=code)
         self.confirmation_id = confirmation_id
         self.state = state
         self.reason = reason
 
 
-def confirmation_not_found(confirmation_id: str) -> NotFound:
-    """The 404 for a confirmation that does not exist."""
-    return NotFound("Confirmation not found", f"No confirmation {confirmation_id}.")
+class ConfirmationNotSending(ConfirmationConflict):
+    """An outcome recorded for a confirmation that is not being sent (not consumed)."""
+
+
+class ConfirmationNotFound(NotFound):
+    """No confirmation has that id."""
+
+
+def confirmation_not_found(confirmation_id: str) -> ConfirmationNotFound:
+    """The error for a confirmation that does not exist."""
+    return ConfirmationNotFound(f"No confirmation {confirmation_id}.")
 
 
 class ConfirmationRepo:
@@ -232,11 +241,10 @@ class ConfirmationRepo:
         changed, current = await self._change(confirmation_id, statement)
         if changed:
             return current
-        raise ConfirmationConflict(
+        raise ConfirmationNotSending(
             current.id,
             state=current.state,
             reason="state",
-            title="Confirmation is not being sent",
             detail=f"Confirmation {current.id} is {current.state}: only a consumed "
             "confirmation gets an outcome.",
             code=None,

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 
 from handrail._util import new_id, utc_now
-from handrail.errors import NotFound
+from handrail.errors import FileNotFound
 from handrail.store.blobs import BlobMissing, BlobStore
 from handrail.store.db import Database, first_row, row_count
 from handrail.store.records import FileRecord
@@ -58,14 +58,14 @@ class FileRepo:
         return None if row is None else _record(row._mapping)
 
     async def read(self, record: FileRecord) -> bytes:
-        """The file's bytes. Raises `NotFound` when they are gone (the file was deleted)."""
+        """The file's bytes. Raises `FileNotFound` when they are gone (the file was deleted)."""
         try:
             return await self._blobs.get(record.blob_key)
         except BlobMissing:
-            raise NotFound("File not found", f"The bytes of file {record.id} are gone.") from None
+            raise FileNotFound(f"The bytes of file {record.id} are gone.") from None
 
     async def delete(self, file_id: str) -> None:
-        """Mark the file deleted and remove its bytes. `NotFound` when there is no such file
+        """Mark the file deleted and remove its bytes. `FileNotFound` when there is no such file
         (or it was deleted already)."""
         row = await self._db.write(
             first_row,
@@ -75,7 +75,7 @@ class FileRepo:
             .returning(F.blob_key),
         )
         if row is None:
-            raise NotFound("File not found", f"No file {file_id}.")
+            raise FileNotFound(f"No file {file_id}.")
         await self._blobs.delete(row.blob_key)
 
 

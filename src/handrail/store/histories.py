@@ -14,11 +14,13 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast, get_args
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Integer, bindparam, delete, insert, select, tuple_, update
 
 from handrail._util import new_id, utc_now
-from handrail.errors import Conflict, NotFound
+from handrail.asks.pending import PendingAsk
+from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.db import Database
+from handrail.store.paging import Page, Position, checked_limit
 from handrail.store.prepared import Prepared
 from handrail.store.records import (
     UNSET,
@@ -62,22 +64,21 @@ class HistoryConflict(Conflict):
 
     def __init__(self, history_id: str, *, expected_version: int, current_version: int) -> None:
         super().__init__(
-            "History changed",
-            f"History {history_id} is at version {current_version}, not {expected_version}.",
+            f"History {history_id} is at version {current_version}, not {expected_version}."
         )
         self.history_id = history_id
         self.expected_version = expected_version
         self.current_version = current_version
 
 
-def history_not_found(history_id: str) -> NotFound:
-    """The spec's 404 for a history that does not exist or was deleted."""
-    return NotFound("Document not found", f"No history {history_id}.", code="document-not-found")
+def history_not_found(history_id: str) -> HistoryNotFound:
+    """The error for a history that does not exist or was deleted."""
+    return HistoryNotFound(f"No history {history_id}.")
 
 
 class HistoryRepo:
     """Reads and changes histories. Deleted histories are invisible: `get` gives None and
-    changes raise `NotFound`."""
+    changes raise `HistoryNotFound`."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -104,12 +105,33 @@ class HistoryRepo:
         return await self._db.read(get_history, history_id)
 
     async def list(self, owner_id: str) -> builtins.list[History]:
-        """The owner's histories, newest (by ``created``) first."""
-        return await self._db.read(_list, owner_id, pending=False)
+        """The owner's histories, newest (by ``created``) first. All of them: a server pages
+        them with `list_page`."""
+        page = await self._db.read(_page, owner_id, pending=False, limit=None, after=None)
+        return page.items
+
+    async def list_page(
+        self, owner_id: str, *, limit: int, after: Position | None = None
+    ) -> Page[History]:
+        """At most `limit` (1 to `MAX_LIMIT`) of the owner's histories, ordered by
+        ``(created, id)`` descending, after `after` (a `Page.next`)."""
+        checked = checked_limit(limit)
+        return await self._db.read(_page, owner_id, pending=False, limit=checked, after=after)
 
     async def pending(self, owner_id: str) -> builtins.list[History]:
-        """The owner's histories that wait on an ask, newest ask first."""
-        return await self._db.read(_list, owner_id, pending=True)
+        """The owner's histories that wait on an ask, newest ask first. All of them: a server
+        pages them with `pending_page`."""
+        page = await self._db.read(_page, owner_id, pending=True, limit=None, after=None)
+        return page.items
+
+    async def pending_page(
+        self, owner_id: str, *, limit: int, after: Position | None = None
+    ) -> Page[History]:
+        """At most `limit` (1 to `MAX_LIMIT`) of the owner's histories that wait on an ask,
+        ordered by ``(when the ask was made, id)`` descending, after `after` (a
+        `Page.next`)."""
+        checked = checked_limit(limit)
+        return await self._db.read(_page, owner_id, pending=True, limit=checked, after=after)
 
     async def rows(self, history_id: str) -> builtins.list[StoredRow]:
         """The history's rows in order, with each ask's current status in ``data.ask.status``.
@@ -138,7 +160,7 @@ class HistoryRepo:
         same change). With `log`, the turn's request log entry is written in the same
         transaction.
 
-        Raises `HistoryConflict` when the version moved on, `NotFound` when the history does
+        Raises `HistoryConflict` when the version moved on, `HistoryNotFound` when the history does
         not exist or was deleted, and `ValueError` (writing nothing) for a row without a
         ``type``, an unknown ask status, or a ``toolCallId`` that matches no row.
         """
@@ -181,15 +203,47 @@ def load_history(connection: Connection, history_id: str) -> tuple[History, list
     return history, history_rows_of(connection, history_id)
 
 
-def _list(connection: Connection, owner_id: str, *, pending: bool) -> list[History]:
-    query = select(histories).where(H.owner_id == owner_id, H.deleted_at.is_(None))
+@functools.cache
+def _list_query(pending: bool, paged: bool, after: bool) -> Prepared:
+    """A list's statement, built once per shape. The ``WHERE`` repeats the partial index's
+    own terms (``deleted_at IS NULL``, and ``pending_created IS NOT NULL`` for the pending
+    list), so both SQLite and PostgreSQL read a page as one range of that index."""
+    at = H.pending_created if pending else H.created
+    query = select(histories).where(H.owner_id == bindparam("owner"), H.deleted_at.is_(None))
     if pending:
-        query = query.where(H.pending_created.is_not(None)).order_by(
-            H.pending_created.desc(), H.id.desc()
+        query = query.where(H.pending_created.is_not(None))
+    if after:
+        query = query.where(
+            tuple_(at, H.id)
+            < tuple_(bindparam("after_at", type_=at.type), bindparam("after_id", type_=H.id.type))
         )
-    else:
-        query = query.order_by(H.created.desc(), H.id.desc())
-    return [_history_from(row._mapping) for row in connection.execute(query)]
+    query = query.order_by(at.desc(), H.id.desc())
+    if paged:
+        query = query.limit(bindparam("limit", type_=Integer))
+    return Prepared(query)
+
+
+def _page(
+    connection: Connection,
+    owner_id: str,
+    *,
+    pending: bool,
+    limit: int | None,
+    after: Position | None,
+) -> Page[History]:
+    params: dict[str, Any] = {"owner": owner_id}
+    if after is not None:
+        params["after_at"] = after.at
+        params["after_id"] = after.id
+    if limit is not None:
+        params["limit"] = limit + 1  # one more says whether another page follows
+    rows = _list_query(pending, limit is not None, after is not None).all(connection, params)
+    next_page: Position | None = None
+    if limit is not None and len(rows) > limit:
+        del rows[limit:]
+        last = rows[-1]
+        next_page = Position(at=last["pending_created" if pending else "created"], id=last["id"])
+    return Page(items=[_history_from(row) for row in rows], next=next_page)
 
 
 def _history_from(row: Mapping[Any, Any]) -> History:
@@ -198,7 +252,7 @@ def _history_from(row: Mapping[Any, Any]) -> History:
         owner_id=row["owner_id"],
         agent=row["agent"],
         title=row["title"],
-        pending_ask=row["pending_ask"],
+        pending_ask=_pending_from(row["pending_ask"]),
         version=row["version"],
         created=row["created"],
         updated=row["updated"],
@@ -251,9 +305,13 @@ def _checked_statuses(statuses: Mapping[str, AskStatus]) -> dict[str, str]:
     return {tool_call_id: _checked_status(status) for tool_call_id, status in statuses.items()}
 
 
-def _ask_created(pending_ask: Mapping[str, Any], default: dt.datetime) -> dt.datetime:
+def _pending_from(stored: Mapping[str, Any] | None) -> PendingAsk | None:
+    return None if stored is None else PendingAsk.from_json(stored)
+
+
+def _ask_created(pending_ask: PendingAsk, default: dt.datetime) -> dt.datetime:
     """When the ask was made: its ``created`` (ISO 8601), else `default`."""
-    created = pending_ask.get("created")
+    created = pending_ask.created
     if isinstance(created, str):
         try:
             moment = dt.datetime.fromisoformat(created)
@@ -330,8 +388,8 @@ def _apply(
         "added": len(appended),
     }
     if set_pending:
-        pending = cast("dict[str, Any] | None", change.pending_ask)
-        params["new_pending_ask"] = pending
+        pending = cast("PendingAsk | None", change.pending_ask)
+        params["new_pending_ask"] = None if pending is None else pending.to_json()
         params["new_pending_created"] = None if pending is None else _ask_created(pending, now)
     if set_title:
         params["new_title"] = change.title
@@ -364,7 +422,11 @@ def _apply(
         owner_id=row["owner_id"],
         agent=row["agent"],
         title=cast("str | None", change.title) if set_title else row["title"],
-        pending_ask=params["new_pending_ask"] if set_pending else row["pending_ask"],
+        pending_ask=(
+            cast("PendingAsk | None", change.pending_ask)
+            if set_pending
+            else _pending_from(row["pending_ask"])
+        ),
         version=expected_version + 1,
         created=row["created"],
         updated=now,
@@ -411,7 +473,7 @@ def _remove_results(connection: Connection, history_id: str, tool_call_ids: Sequ
 
 def _why_not_updated(
     connection: Connection, history_id: str, expected_version: int
-) -> NotFound | HistoryConflict:
+) -> HistoryNotFound | HistoryConflict:
     result = connection.execute(select(H.version).where(H.id == history_id, H.deleted_at.is_(None)))
     current = result.scalar_one_or_none()
     if current is None:

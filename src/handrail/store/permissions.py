@@ -31,7 +31,12 @@ from handrail.store.records import (
 )
 from handrail.store.tables import grants, permissions
 
-__all__ = ["GrantRepo", "PermissionRepo"]
+__all__ = ["GrantConflict", "GrantRepo", "PermissionRepo"]
+
+
+class GrantConflict(Conflict):
+    """A grant kept changing while it was being added: nothing was written; try again."""
+
 
 P = permissions.c
 G = grants.c
@@ -146,9 +151,7 @@ class GrantRepo:
             if found is not None:
                 return found
             # The grant that blocked the insert was revoked in between: try again.
-        raise Conflict(
-            "Grant changed", f"The {stored} grant for {tool_name!r} kept changing; try again."
-        )
+        raise GrantConflict(f"The {stored} grant for {tool_name!r} kept changing; try again.")
 
     async def find(
         self, user_id: str, connection_id: str, tool_name: str, *, history_id: str | None

@@ -16,6 +16,7 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from handrail._util import iso
+from handrail.asks.pending import PendingAsk
 
 AskStatus = Literal["pending", "answered", "cancelled"]
 
@@ -41,14 +42,14 @@ UNSET: Final = _Unset.UNSET
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class History:
-    """A conversation. `pending_ask` is the full stored ask (with ``promptIndex`` and
-    ``responseMessages``), or None. `version` grows by one with every change."""
+    """A conversation. `pending_ask` is the ask it waits on (with what the paused turn
+    replays), or None. `version` grows by one with every change."""
 
     id: str
     owner_id: str
     agent: str
     title: str | None
-    pending_ask: dict[str, Any] | None
+    pending_ask: PendingAsk | None
     version: int
     created: dt.datetime
     updated: dt.datetime
@@ -73,14 +74,14 @@ class HistoryChange:
     - `ask_status`: ``toolCallId -> status`` for ``tool-call`` rows that carry an ``ask``.
     - `remove_results`: ``toolCallId``s whose ``tool-result`` rows are removed (undoing an
       answer).
-    - `pending_ask`: the new ``pendingAsk`` (a dict, or None to clear it); `UNSET` keeps it.
+    - `pending_ask`: the new `PendingAsk` (None clears it); `UNSET` keeps it.
     - `title`: the new title; `UNSET` keeps it.
     """
 
     append: Sequence[dict[str, Any]] = ()
     ask_status: Mapping[str, AskStatus] = field(default_factory=dict)
     remove_results: Sequence[str] = ()
-    pending_ask: dict[str, Any] | _Unset | None = UNSET
+    pending_ask: PendingAsk | _Unset | None = UNSET
     title: str | _Unset | None = UNSET
 
 

@@ -1,0 +1,156 @@
+"""The pending ask: the one noun every gate shares, and its JSON forms in one place.
+
+A history waits on at most one `PendingAsk`. The model's asks, clarify, approvals, permission
+asks, selections and confirmations are all one: they differ in `origin` and in the gate state
+they keep (`held_tool_call_id`, `confirmation_id`, ...). `PendingAsk.to_json` is the stored
+form (camelCase, exactly as it has always been stored, so no migration) and
+`PendingAsk.from_json` reads it back; keys a later gate adds and this version does not know
+are kept in `extra` and written back as they were.
+
+Which keys a client sees is declared once, in `PENDING_ASK_FIELDS`: each field names the
+surfaces it appears on (`Surface`): the history view (``view``), the SSE ``{ask}`` event
+(``event``), the items of ``GET /histories/pendingAsks`` (``summary``) and the headless ``turn``
+result (``turn``). `PendingAsk.public` derives a surface's JSON from it, so nothing added to
+the stored form can leak by accident.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from .limits import ASK_KINDS
+
+__all__ = [
+    "PENDING_ASK_FIELDS",
+    "PendingAsk",
+    "PendingAskField",
+    "Surface",
+]
+
+#: Where a pending ask is shown: the history view, the ``{ask}`` event, the ``pendingAsks``
+#: items and the headless ``turn`` result.
+Surface = Literal["view", "event", "summary", "turn"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingAskField:
+    """One key of the stored ``pendingAsk``: its wire name, its attribute, and the surfaces
+    that show it."""
+
+    key: str
+    attr: str
+    surfaces: frozenset[Surface] = frozenset()
+
+
+def _field(key: str, attr: str, *surfaces: Surface) -> PendingAskField:
+    return PendingAskField(key=key, attr=attr, surfaces=frozenset(surfaces))
+
+
+#: Every key of the stored form, in the order it is written and shown. ``summary`` and
+#: ``turn`` keep the published schemas' fields only: a gate shows there as a plain ask.
+PENDING_ASK_FIELDS: Final[tuple[PendingAskField, ...]] = (
+    _field("toolCallId", "tool_call_id", "view", "event", "summary", "turn"),
+    _field("kind", "kind", "view", "event", "summary", "turn"),
+    _field("input", "input", "view", "event"),
+    _field("simple", "simple", "view", "event", "summary", "turn"),
+    _field("created", "created", "view", "summary"),
+    _field("origin", "origin", "view", "event"),
+    _field("toolName", "tool_name", "view", "event"),
+    _field("connectionId", "connection_id", "view", "event"),
+    _field("approvalId", "approval_id", "view"),
+    _field("heldToolCallId", "held_tool_call_id", "view", "event"),
+    _field("preview", "preview", "view", "event"),
+    _field("expiresAt", "expires_at", "view", "event"),
+    # Gate state, for the server only.
+    _field("confirmationId", "confirmation_id"),
+    _field("dependency", "dependency"),
+    _field("choices", "choices"),
+    # What the paused turn replays, for the model only.
+    _field("promptIndex", "prompt_index"),
+    _field("responseMessages", "response_messages"),
+)
+_BY_KEY: Final = {f.key: f for f in PENDING_ASK_FIELDS}
+_SURFACE_FIELDS: Final[dict[Surface, tuple[PendingAskField, ...]]] = {
+    surface: tuple(f for f in PENDING_ASK_FIELDS if surface in f.surfaces)
+    for surface in ("view", "event", "summary", "turn")
+}
+
+
+@dataclass(kw_only=True, slots=True)
+class PendingAsk:
+    """The ask a history waits on, as stored.
+
+    `kind` is an ask kind or ``clarify``; `input` the validated input; `simple` its card.
+    `origin` is None for the model's own asks and names the gate otherwise (``approval``,
+    ``permission``, ``selection``, ``confirmation``, ...); a gate that holds a tool call names
+    it by `held_tool_call_id`. `prompt_index` and `response_messages` are what the paused turn
+    replays; they never leave the server.
+    """
+
+    tool_call_id: str
+    kind: str
+    input: dict[str, Any]
+    simple: dict[str, Any]
+    created: str | None = None
+    origin: str | None = None
+    tool_name: str | None = None
+    connection_id: str | None = None
+    approval_id: str | None = None
+    held_tool_call_id: str | None = None
+    preview: dict[str, Any] | None = None
+    expires_at: str | None = None
+    confirmation_id: str | None = None
+    dependency: str | None = None
+    choices: dict[str, str] | None = None
+    prompt_index: int | None = None
+    response_messages: list[dict[str, Any]] | None = None
+    #: Stored keys this version does not know, kept as they are.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def card_kind(self) -> str:
+        """The kind a plain client sees: a clarify ask shows as the kind of its card (one
+        choice, one confirm, or a form), so the published schemas' five kinds hold."""
+        return self.kind if self.kind in ASK_KINDS else str(self.simple["kind"])
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: every set key, camelCase, in `PENDING_ASK_FIELDS` order."""
+        out: dict[str, Any] = {}
+        for f in PENDING_ASK_FIELDS:
+            value = getattr(self, f.attr)
+            if value is not None:
+                out[f.key] = value
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PendingAsk:
+        """Read the stored form back (`to_json`'s inverse)."""
+        known: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in data.items():
+            spec = _BY_KEY.get(key)
+            if spec is None:
+                extra[key] = value
+            elif value is not None:
+                known[spec.attr] = value
+        return cls(**known, extra=extra)
+
+    def public(self, surface: Surface) -> dict[str, Any]:
+        """What `surface` shows of this ask: only the keys declared public there. On
+        ``summary`` and ``turn`` the kind is `card_kind`."""
+        out: dict[str, Any] = {}
+        for f in _SURFACE_FIELDS[surface]:
+            value = getattr(self, f.attr)
+            if value is not None:
+                out[f.key] = value
+        if surface in ("summary", "turn"):
+            out["kind"] = self.card_kind
+        return out
+
+    def replace(self, **changes: Any) -> PendingAsk:
+        """A copy with `changes` (attribute names)."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,223 @@
+"""The gate model: every way a turn pauses for a person is one `Gate` class in one table.
+
+A gate makes its pending ask, checks an answer's extra rules, and turns the answer into what
+the model sees. The model's own asks, clarify, approvals, permission asks, selections and
+confirmations are the built-in gates (`handrail.runtime.gates`); a new one is one more class:
+
+    class Review(Gate):
+        origin = "review"
+
+        async def resolve(self, runner, run, pending, answer):
+            call = runner.held_call(run, pending)
+            await runner.tool_result(run, call, {"reviewed": answer.envelope}, is_error=False)
+
+    register_gate(Review())
+
+and a tool raises `GateRequired` (``origin="review"``) to pause on it. The step runner looks
+gates up with `gate_for`; it never branches on an origin itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+
+from .._util import iso, new_id, utc_now
+from ..asks import (
+    AskValidationError,
+    PendingAsk,
+    to_simple_card,
+    validate_ask_response,
+)
+from ..errors import ConfigError, HandrailError
+from ..policy import GrantScope
+from .messages import FilePart, ToolCall
+from .rows import Row, result_row
+
+if TYPE_CHECKING:
+    from .steps import StepRunner, TurnRun
+
+__all__ = [
+    "MODEL_ASK",
+    "Answer",
+    "Gate",
+    "GateRequired",
+    "execution_denied",
+    "gate_for",
+    "gate_key",
+    "register_gate",
+    "registered_gates",
+    "unregister_gate",
+]
+
+#: The table key of the model's own asks (``ask_<kind>`` calls), which have no origin.
+MODEL_ASK: Final = "ask"
+
+
+def execution_denied(reason: str) -> dict[str, str]:
+    """What the model gets as the result of a tool call the person did not allow."""
+    return {"type": "execution-denied", "reason": reason}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """A validated answer to a pending ask: the envelope as stored (file bytes replaced by
+    names and sizes), the grant scope it asked for, and the files to show the model."""
+
+    envelope: dict[str, Any]
+    scope: GrantScope = "once"
+    parts: tuple[FilePart, ...] = ()
+
+    @property
+    def action(self) -> str:
+        return str(self.envelope["action"])
+
+
+class GateRequired(HandrailError):
+    """Raised by tool code to pause the turn on the gate registered as `origin`: the gate
+    holds the call, and its `resolve` decides what the model gets once the person answers.
+
+    `kind` and `input` are the ask (validated as any ask of that kind); `state` is kept on
+    the pending ask for the gate (in its ``extra``) and must be JSON.
+    """
+
+    def __init__(
+        self,
+        origin: str,
+        *,
+        kind: str,
+        input: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"the tool call waits on a {origin} gate")
+        self.origin = origin
+        self.kind = kind
+        self.input = dict(input)
+        self.state = dict(state or {})
+
+
+class Gate:
+    """One kind of pause. Subclasses set `origin` (the pending ask's ``origin``; the model's
+    asks use `MODEL_ASK`) and override what differs. The defaults fit a gate that holds a tool
+    call: the answer is validated as an ask of its kind, a cancelled ask denies the held call.
+    """
+
+    origin: ClassVar[str]
+    #: Whether the ask holds a tool call of the model (named by ``heldToolCallId``).
+    holds_call: ClassVar[bool] = True
+
+    def make(
+        self, call: ToolCall, *, tool_name: str, kind: str, input: dict[str, Any], **state: Any
+    ) -> PendingAsk:
+        """The pending ask that holds `call` (for `GateRequired` and simple gates)."""
+        ask_id = f"{self.origin}_{new_id()}"
+        return PendingAsk(
+            tool_call_id=ask_id,
+            kind=kind,
+            input=input,
+            simple=to_simple_card(kind, input, ask_id),
+            created=iso(utc_now()),
+            origin=self.origin,
+            tool_name=tool_name,
+            held_tool_call_id=call.id,
+            extra=dict(state),
+        )
+
+    def tool_name(self, pending: PendingAsk) -> str:
+        """The tool name of the ask's rows."""
+        return pending.tool_name or f"ask_{pending.kind}"
+
+    def split_answer(
+        self, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> tuple[dict[str, Any], GrantScope, list[AskValidationError]]:
+        """Take the gate's own answer fields out of `envelope` before the kind's rules see it:
+        the rest, the grant scope, and errors in those fields. Default: nothing to take."""
+        return envelope, "once", []
+
+    def answer_errors(
+        self, pending: PendingAsk, envelope: dict[str, Any], *, max_file_size_bytes: int
+    ) -> list[AskValidationError]:
+        """Every error of an answer: the gate's own fields, then the kind's rules."""
+        rest, _scope, errors = self.split_answer(pending, envelope)
+        return errors + validate_ask_response(
+            pending.kind, pending.input, rest, max_file_size_bytes=max_file_size_bytes
+        )
+
+    async def before_answer(
+        self, runner: StepRunner, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> None:
+        """Refuse a valid answer that cannot be taken now (raise a `DomainError`), before
+        anything is written. Default: take it."""
+
+    async def resolve(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        """Carry out the answer: add what the model sees to `run` (and maybe pause again)."""
+        raise NotImplementedError
+
+    async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
+        """The ask was cancelled (a new message, a failed turn): release what it holds."""
+
+    def denial_rows(self, pending: PendingAsk, reason: str) -> list[Row]:
+        """The rows that tell the model the held call did not run, when the ask is cancelled."""
+        if not self.holds_call or not pending.held_tool_call_id:
+            return []
+        return [
+            result_row(
+                pending.held_tool_call_id,
+                self.tool_name(pending),
+                execution_denied(reason),
+                is_error=True,
+            )
+        ]
+
+
+@dataclass
+class _Registry:
+    gates: dict[str, Gate] = field(default_factory=dict)
+
+
+_REGISTRY: Final = _Registry()
+
+
+def gate_key(pending: PendingAsk) -> str:
+    """The table key of a pending ask: its origin, ``clarify`` for clarify, else `MODEL_ASK`."""
+    if pending.origin:
+        return pending.origin
+    return "clarify" if pending.kind == "clarify" else MODEL_ASK
+
+
+G = TypeVar("G", bound=Gate)
+
+
+def register_gate(gate: G, *, replace: bool = False) -> G:
+    """Add `gate` to the table under its `origin`. A second gate for an origin is a
+    `ConfigError` unless `replace`."""
+    origin = getattr(type(gate), "origin", None)
+    if not isinstance(origin, str) or not origin:
+        raise ConfigError(f"{type(gate).__name__} has no origin; set the class attribute.")
+    if origin in _REGISTRY.gates and not replace:
+        raise ConfigError(f"a gate is already registered for origin {origin!r}")
+    _REGISTRY.gates[origin] = gate
+    return gate
+
+
+def unregister_gate(origin: str) -> None:
+    """Remove the gate of `origin` (tests that register their own)."""
+    _REGISTRY.gates.pop(origin, None)
+
+
+def registered_gates() -> dict[str, Gate]:
+    """The table, by origin."""
+    return dict(_REGISTRY.gates)
+
+
+def gate_for(pending: PendingAsk | str) -> Gate:
+    """The gate of a pending ask (or of an origin). An unknown origin is a `ConfigError`:
+    a stored ask whose gate is not registered in this process cannot be answered here."""
+    key = pending if isinstance(pending, str) else gate_key(pending)
+    try:
+        return _REGISTRY.gates[key]
+    except KeyError:
+        raise ConfigError(f"no gate is registered for origin {key!r}") from None

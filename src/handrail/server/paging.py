@@ -1,0 +1,210 @@
+"""Paged lists on the wire: the ``limit`` and ``cursor`` query parameters, the opaque cursor,
+and the ``Link: <...>; rel="next"`` header.
+
+A list route answers one page: its body is the list's usual ``{data: [...], requestId}`` and
+nothing else (the bodies of ``pendingAsks`` must validate against the published schemas, which
+forbid extra fields), and when more items follow, the ``Link`` header holds the URL of the next
+page. A client follows it until a response has none.
+
+The cursor is the position of the page's last item (`handrail.store.paging.Position`) with the
+name of its list and a tag of the caller, as unpadded base64url JSON. It is opaque: clients only
+pass it back. A cursor that does not decode, or was made for another list or another caller,
+is a 400 naming ``cursor``; the query behind a page always filters by the caller, so no cursor
+can reach another user's items.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Final, TypeVar
+
+import anyio.to_thread
+from fastapi import Query, Request
+from fastapi.responses import Response
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
+
+from ..errors import BadRequest
+from ..store.paging import MAX_LIMIT, Page, Position
+from .openapi import json_ok
+from .problems import ok
+
+__all__ = [
+    "CURSOR_MAX_LENGTH",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "OFF_LOOP_ITEMS",
+    "Cursor",
+    "Limit",
+    "decode_cursor",
+    "encode_cursor",
+    "next_link",
+    "paged_ok",
+    "paged_response",
+]
+
+#: Items per page when the request has no ``limit``.
+DEFAULT_LIMIT: Final = 50
+
+#: The longest ``cursor`` accepted (the server's own are under 120 characters).
+CURSOR_MAX_LENGTH: Final = 512
+
+#: A page of more items than this is turned into JSON on a worker thread, not the event loop.
+OFF_LOOP_ITEMS: Final = 50
+
+CURSOR_VERSION: Final = 1
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_ID: Final = re.compile(r"[0-9a-f]{24}")
+_LIMIT_MESSAGE: Final = (
+    f"must be a whole number from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); "
+    "send a smaller limit, or leave it out"
+)
+T = TypeVar("T")
+
+_CURSOR_FIX: Final = (
+    "Leave cursor out to start at the newest item, then follow the URL in the Link header "
+    '(rel="next") of each page.'
+)
+
+
+def _limit(value: object) -> int:
+    """A ``limit`` query value as an int, or the error that names the fix."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 4:
+        number = int(value)
+    else:
+        raise PydanticCustomError("limit", _LIMIT_MESSAGE)
+    if not 1 <= number <= MAX_LIMIT:
+        raise PydanticCustomError("limit", _LIMIT_MESSAGE)
+    return number
+
+
+#: The ``limit`` query parameter: how many items a page holds.
+Limit = Annotated[
+    int,
+    BeforeValidator(_limit),
+    Query(
+        description=f"How many items the page holds: 1 to {MAX_LIMIT}, default "
+        f"{DEFAULT_LIMIT}. Anything else is a 400 naming limit.",
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
+    ),
+]
+
+#: The ``cursor`` query parameter: where the page starts.
+Cursor = Annotated[
+    str | None,
+    Query(
+        max_length=CURSOR_MAX_LENGTH,
+        description="Where the page starts: copied from the Link header's next URL of the page "
+        "before (opaque; leave it out for the first page). A cursor that is not one this list "
+        "gave the caller is a 400 naming cursor.",
+    ),
+]
+
+
+def _user_tag(user_id: str) -> str:
+    return hashlib.sha256(b"handrail-cursor\0" + user_id.encode()).hexdigest()[:16]
+
+
+def encode_cursor(list_name: str, user_id: str, position: Position) -> str:
+    """The opaque cursor of the page after `position` in `user_id`'s list `list_name`."""
+    micros = (position.at - _EPOCH) // dt.timedelta(microseconds=1)
+    payload = [CURSOR_VERSION, list_name, _user_tag(user_id), micros, position.id]
+    raw = json.dumps(payload, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _bad_cursor(why: str) -> BadRequest:
+    return BadRequest(
+        "Validation failed",
+        f"cursor {why}. {_CURSOR_FIX}",
+        code="body-validation-failed",
+        fields={"cursor": f"{why}; leave it out to start again"},
+    )
+
+
+def decode_cursor(cursor: str | None, list_name: str, user_id: str) -> Position | None:
+    """The position `cursor` names in `user_id`'s list `list_name` (None without a cursor), or
+    a 400 `BadRequest` naming ``cursor``."""
+    if cursor is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        payload = json.loads(raw)
+    except (binascii.Error, ValueError):  # UnicodeDecodeError and JSONDecodeError among them
+        raise _bad_cursor("is not a cursor this server gave out") from None
+    if (
+        not isinstance(payload, list)
+        or len(payload) != 5
+        or payload[0] != CURSOR_VERSION
+        or not all(isinstance(part, str) for part in (payload[1], payload[2], payload[4]))
+        or not isinstance(payload[3], int)
+        or isinstance(payload[3], bool)
+        or not _ID.fullmatch(payload[4])
+    ):
+        raise _bad_cursor("is not a cursor this server gave out")
+    _, name, tag, micros, item_id = payload
+    if name != list_name:
+        raise _bad_cursor(f"belongs to another list ({name}), not {list_name}")
+    if tag != _user_tag(user_id):
+        raise _bad_cursor("was given to another user")
+    try:
+        at = _EPOCH + dt.timedelta(microseconds=micros)
+    except OverflowError:
+        raise _bad_cursor("is not a cursor this server gave out") from None
+    return Position(at=at, id=item_id)
+
+
+def next_link(request: Request, cursor: str, limit: int) -> str:
+    """The ``Link`` header value of the page after this one: this request's URL with
+    ``limit`` and ``cursor`` set."""
+    url = request.url.include_query_params(limit=limit, cursor=cursor)
+    return f'<{url}>; rel="next"'
+
+
+async def paged_response(
+    request: Request,
+    page: Page[T],
+    item_json: Callable[[T], Any],
+    *,
+    list_name: str,
+    user_id: str,
+    limit: int,
+) -> Response:
+    """``{data: [item_json(item) for each item], requestId}``, with the next page's ``Link``
+    when more items follow. A page of more than `OFF_LOOP_ITEMS` items is built and turned into
+    JSON on a worker thread, so a big page never holds up the event loop's other requests."""
+    build = functools.partial(_build, request, page.items, item_json)
+    if len(page.items) > OFF_LOOP_ITEMS:
+        response = await anyio.to_thread.run_sync(build)
+    else:
+        response = build()
+    if page.next is not None:
+        cursor = encode_cursor(list_name, user_id, page.next)
+        response.headers["Link"] = next_link(request, cursor, limit)
+    return response
+
+
+def _build(request: Request, items: list[T], item_json: Callable[[T], Any]) -> Response:
+    return ok(request, [item_json(item) for item in items])
+
+
+def paged_ok(schema: dict[str, Any], description: str) -> dict[int | str, Any]:
+    """The ``200`` entry of a paged list's ``responses``: the body, and the ``Link`` header."""
+    responses = json_ok(schema, description)
+    responses[200]["headers"] = {
+        "Link": {
+            "description": 'The next page, as `<URL>; rel="next"`, when more items follow; '
+            "absent on the last page. Follow the URL as it is (it holds limit and cursor).",
+            "schema": {"type": "string"},
+        }
+    }
+    return responses
