@@ -24,7 +24,12 @@ from .checks import (
 )
 from .errors import AskValidationError, join_path, sort_errors
 from .fields import check_field_value, is_blank_value
-from .files import accepted_file_mime_types, normalize_mime_type, parse_ask_data_url
+from .files import (
+    accepted_file_mime_types,
+    clean_filename,
+    normalize_mime_type,
+    parse_ask_data_url,
+)
 from .helpers import (
     ask_allows_decline,
     choice_selection_bounds,
@@ -218,9 +223,17 @@ def _file_ref(errors: Errors, ref: Any, path: str, allowed: list[str], cap: int)
         wrong_type(errors, path, ref, "an object with fileId or url, filename, mimeType and size")
         return
     unknown_keys(errors, ref, FILE_REF_KEYS, path)
-    check_text(
+    filename = check_text(
         errors, ref, "filename", path, max_length=FILENAME_MAX, required=True, what="the file name"
     )
+    if filename is not None and not clean_filename(filename):
+        add(
+            errors,
+            join_path(path, "filename"),
+            "INVALID_FORMAT",
+            f"{describe(filename)} names no file: it is a folder or has nothing printable.",
+            "Send the file's own name, such as receipt.png.",
+        )
     mime_path = join_path(path, "mimeType")
     mime_type: str | None = None
     if "mimeType" not in ref:

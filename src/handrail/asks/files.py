@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NoReturn
 
 from .errors import AskValidationError, join_path, sort_errors
-from .limits import ASK_FILE_ACCEPT_MIME_TYPES, DEFAULT_MAX_FILE_SIZE, TEXT_MAX_BYTES
+from .limits import ASK_FILE_ACCEPT_MIME_TYPES, DEFAULT_MAX_FILE_SIZE, FILENAME_MAX, TEXT_MAX_BYTES
 from .text import describe
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "SniffedFileType",
     "accepted_file_mime_types",
     "check_ask_file_bytes",
+    "clean_filename",
     "cut_text_file",
     "file_not_owned_error",
     "file_summary_line",
@@ -341,6 +342,25 @@ def file_not_owned_error(
             "as a base64 data URL in url instead."
         ),
     )
+
+
+_PATH_SEPARATORS: Final = re.compile(r"[\\/]")
+
+
+def clean_filename(raw: str) -> str:
+    """A file's name as handrail stores and shows it, whether it came with an upload or with a
+    `files` answer: the last segment of a path (after the last ``/`` or ``\\``), without
+    control, format or other unprintable characters (NUL, line breaks, bidirectional
+    overrides, lone surrogates), trimmed, and at most `FILENAME_MAX` characters.
+
+    ``""`` means the name names no file: nothing printable is left, or only dots (``.`` and
+    ``..`` are folders, not file names). The caller refuses it.
+    """
+    name = _PATH_SEPARATORS.split(raw)[-1]
+    if not name.isascii() or not name.isprintable():
+        name = "".join(char for char in name if char.isprintable())
+    name = name.strip()[:FILENAME_MAX].strip()
+    return "" if not name.strip(".") else name
 
 
 def _one_line(text: str) -> str:

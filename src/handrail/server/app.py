@@ -34,10 +34,6 @@ __all__ = ["create_app"]
 
 log = logging.getLogger("handrail.server")
 
-#: A files answer may carry up to 10 files as base64 data URLs (4 bytes per 3), plus room.
-MAX_FILES_PER_ANSWER: Final = 10
-JSON_OVERHEAD_BYTES: Final = 1024 * 1024
-
 DESCRIPTION: Final = (
     "handrail's HTTP API. Authenticate with `Authorization: Bearer <token>`. Success bodies "
     "are `{data, requestId}`; errors are problem JSON `{status, title, detail, code?, "
@@ -56,8 +52,9 @@ def create_app(
     Without `store`, the lifespan opens ``config.database_url`` (uploads in
     ``config.blob_dir``) and closes it at shutdown. Without `runtime`, it builds one for
     ``config.agents`` (each without a model gets ``config.model``). A `runtime` brings its own
-    store when `store` is not given. The users, the prefix, the upload cap and whether the
-    headless endpoints exist always come from `config` (its agents decide the last two).
+    store when `store` is not given. The users, the prefix, the upload and JSON caps and
+    whether the headless endpoints exist always come from `config` (its agents decide the
+    upload cap and the headless endpoints).
     """
 
     @asynccontextmanager
@@ -92,9 +89,8 @@ def create_app(
     )
     app.state.authenticator = Authenticator(config.users)
     app.state.upload_cap = config.upload_cap
-    app.state.max_json_bytes = (
-        config.upload_cap * MAX_FILES_PER_ANSWER * 4 // 3 + JSON_OVERHEAD_BYTES
-    )
+    app.state.max_json_bytes = config.max_json_bytes
+    app.state.max_files_answer_bytes = config.max_files_answer_bytes
     install_problem_handlers(app)
     prefix = config.api_prefix
     add_chat_routes(app.router, prefix)

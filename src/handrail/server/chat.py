@@ -18,9 +18,9 @@ from fastapi.responses import StreamingResponse
 from ..asks import ASK_SURFACES
 from ..errors import BadRequest
 from ..runtime.events import Event
-from ..runtime.turn import Turn
+from ..runtime.turn import Principal, Turn
 from .auth import Caller
-from .bodies import NO_BODY, read_json, runtime_of, store_of
+from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .openapi import body, problems, ref
 
 __all__ = ["EventStreamResponse", "add_chat_routes", "sse_line"]
@@ -71,8 +71,8 @@ async def _asks_on_for(request: Request, data: dict[str, Any]) -> bool:
     return agent is None or agent.asks is not None
 
 
-async def _checked_body(request: Request) -> dict[str, Any]:
-    data = await read_json(request)
+async def _checked_body(request: Request, principal: Principal) -> dict[str, Any]:
+    data = await read_json(request, files_answer=FilesAnswer(principal.user_id))
     if data is NO_BODY:
         data = {}
     if not isinstance(data, dict):
@@ -145,7 +145,7 @@ async def _checked_body(request: Request) -> dict[str, Any]:
 
 
 async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
-    data = await _checked_body(request)
+    data = await _checked_body(request, principal)
     runtime = runtime_of(request)
     surface = data.get("surface", "full")
     turn: Turn

@@ -7,6 +7,11 @@
     host: 127.0.0.1                          # HANDRAIL_HOST
     port: 8000                               # HANDRAIL_PORT
     max_upload_bytes: 10485760
+    max_json_bytes: 1048576                  # HANDRAIL_MAX_JSON_BYTES
+    max_header_bytes: 65536                  # HANDRAIL_MAX_HEADER_BYTES
+    header_timeout: 10                       # HANDRAIL_HEADER_TIMEOUT (seconds)
+    body_timeout: 30                         # HANDRAIL_BODY_TIMEOUT (seconds)
+    max_connections: 1000                    # HANDRAIL_MAX_CONNECTIONS
     users:
       - {id: alice, token_env: ALICE_TOKEN, admin: true}
     agents:
@@ -35,7 +40,7 @@ from typing import Any, Final
 import yaml  # type: ignore[import-untyped]  # no stubs in the allowed dependencies
 
 from ..actions import ActionConfigError, ActionSet, load_action_set
-from ..asks.limits import DEFAULT_MAX_FILE_SIZE
+from ..asks.limits import DEFAULT_MAX_FILE_SIZE, FILES_MAX
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
 from ..runtime.models import DEFAULT_MODEL, model_from_name
@@ -43,8 +48,13 @@ from ..store.db import driver_url
 
 __all__ = [
     "DEFAULT_API_PREFIX",
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_DATABASE_URL",
+    "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_HOST",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEADER_BYTES",
+    "DEFAULT_MAX_JSON_BYTES",
     "DEFAULT_PORT",
     "ENV_VARS",
     "ServerConfig",
@@ -57,6 +67,16 @@ DEFAULT_DATABASE_URL: Final = "sqlite:///handrail.db"
 DEFAULT_API_PREFIX: Final = "/api"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
+#: The cap of a JSON request body other than the answer to a `files` ask (1 MiB).
+DEFAULT_MAX_JSON_BYTES: Final = 1024 * 1024
+#: The cap of a request's line and headers together (64 KiB).
+DEFAULT_MAX_HEADER_BYTES: Final = 64 * 1024
+#: Seconds a request's line and headers may take to arrive.
+DEFAULT_HEADER_TIMEOUT: Final = 10.0
+#: Seconds a request's body may take to arrive (plus a second for each 16 KiB received).
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+#: Open connections at most; a connection over it gets 503.
+DEFAULT_MAX_CONNECTIONS: Final = 1000
 
 #: The environment variables that override a setting of the file, by setting name.
 ENV_VARS: Final[Mapping[str, str]] = {
@@ -66,7 +86,15 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "model": "HANDRAIL_MODEL",
     "host": "HANDRAIL_HOST",
     "port": "HANDRAIL_PORT",
+    "max_json_bytes": "HANDRAIL_MAX_JSON_BYTES",
+    "max_header_bytes": "HANDRAIL_MAX_HEADER_BYTES",
+    "header_timeout": "HANDRAIL_HEADER_TIMEOUT",
+    "body_timeout": "HANDRAIL_BODY_TIMEOUT",
+    "max_connections": "HANDRAIL_MAX_CONNECTIONS",
 }
+#: The settings that are a positive whole number, and those that are seconds.
+_INT_SETTINGS: Final = ("max_json_bytes", "max_header_bytes", "max_connections")
+_SECONDS_SETTINGS: Final = ("header_timeout", "body_timeout")
 
 _TOP_KEYS: Final = (
     "database_url",
@@ -76,6 +104,11 @@ _TOP_KEYS: Final = (
     "host",
     "port",
     "max_upload_bytes",
+    "max_json_bytes",
+    "max_header_bytes",
+    "header_timeout",
+    "body_timeout",
+    "max_connections",
     "users",
     "agents",
 )
@@ -84,6 +117,8 @@ _AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify", "actio
 _ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
 _IMPORT: Final = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+#: Room in a files answer's body beside its base64 files.
+FILES_ANSWER_OVERHEAD_BYTES: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +137,15 @@ class ServerConfig:
     Build it in Python, or read a YAML file with `load_config`. `model` is the model of every
     agent that names none (``scripted``, ``openai:<model>`` or ``anthropic:<model>``).
     `max_upload_bytes` caps each upload; None means the largest ``maxFileSizeBytes`` of the
-    agents' asks (10 MB by default).
+    agents' asks (10 MB by default). `max_json_bytes` caps every JSON body but the answer to a
+    `files` ask, which may carry up to ten such files as base64 data URLs
+    (`max_files_answer_bytes`).
+
+    The last four guard the connections of the server ``handrail serve`` and ``handrail demo``
+    run (`handrail.server.serving`): `max_header_bytes` caps a request's line and headers (431
+    beyond), `header_timeout` and `body_timeout` are the seconds they and the body may take to
+    arrive (408 and the connection closed beyond; the body gets a second more for each 16 KiB
+    received), and `max_connections` caps the open connections (503 beyond).
     """
 
     users: Sequence[UserConfig]
@@ -114,6 +157,11 @@ class ServerConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     max_upload_bytes: int | None = None
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
     def __post_init__(self) -> None:
         self.users = tuple(self.users)
@@ -164,6 +212,10 @@ class ServerConfig:
             or self.max_upload_bytes < 1
         ):
             raise ConfigError("max_upload_bytes: must be a positive whole number of bytes")
+        for name in _INT_SETTINGS:
+            _positive_int(getattr(self, name), name)
+        for name in _SECONDS_SETTINGS:
+            setattr(self, name, _seconds(getattr(self, name), name))
 
     @property
     def upload_cap(self) -> int:
@@ -172,6 +224,13 @@ class ServerConfig:
             return self.max_upload_bytes
         caps = [a.asks.max_file_size_bytes for a in self.agents if a.asks is not None]
         return max(caps, default=DEFAULT_MAX_FILE_SIZE)
+
+    @property
+    def max_files_answer_bytes(self) -> int:
+        """The cap of a JSON body that answers a `files` ask: `MAX_FILES_PER_ANSWER` files of
+        `upload_cap` as base64 (4 bytes per 3), plus 1 MiB, and never below `max_json_bytes`."""
+        files = self.upload_cap * FILES_MAX * 4 // 3 + FILES_ANSWER_OVERHEAD_BYTES
+        return max(files, self.max_json_bytes)
 
     @property
     def asks_enabled(self) -> bool:
@@ -228,6 +287,12 @@ class ServerConfig:
             values["port"] = _port(data["port"], "port")
         if "max_upload_bytes" in data:
             values["max_upload_bytes"] = _positive_int(data["max_upload_bytes"], "max_upload_bytes")
+        for key in _INT_SETTINGS:
+            if key in data:
+                values[key] = _positive_int(data[key], key)
+        for key in _SECONDS_SETTINGS:
+            if key in data:
+                values[key] = _seconds(data[key], key)
         for key, var in ENV_VARS.items():
             raw = environ.get(var)
             if raw is None or not raw.strip():
@@ -239,6 +304,10 @@ class ServerConfig:
                 values[key] = Path(raw)
             elif key == "api_prefix":
                 values[key] = _checked_prefix(raw, var)
+            elif key in _INT_SETTINGS:
+                values[key] = _positive_int(int(raw) if raw.isdigit() else raw, var)
+            elif key in _SECONDS_SETTINGS:
+                values[key] = _seconds(raw, var)
             else:
                 values[key] = raw
         values["users"] = _users(data.get("users"), environ)
@@ -329,6 +398,22 @@ def _positive_int(value: Any, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{path}: must be a positive whole number")
     return value
+
+
+def _seconds(value: Any, path: str) -> float:
+    """A positive number of seconds (a whole number or a decimal, also as a string)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError(f"{path}: must be a positive number of seconds, such as 10") from None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value < float("inf")
+    ):
+        raise ConfigError(f"{path}: must be a positive number of seconds, such as 10")
+    return float(value)
 
 
 def _port(value: Any, path: str) -> int:

@@ -6,7 +6,11 @@ declared length is already too large is refused before it is read. The bytes go 
 store; the row holds the name, the type and the size only.
 
 The MIME type is the part's ``Content-Type``, normalised (lowercase, no parameters); when it is
-missing or ``application/octet-stream``, the filename's extension decides.
+missing or ``application/octet-stream``, the filename's extension decides. The filename is
+cleaned as every file name is (`handrail.asks.files.clean_filename`); one that holds NUL or a
+lone surrogate is refused as any such text in a body is, and one that names no file (``..``)
+as a missing one. A body that ends before its closing boundary is refused: a file cut short
+is never stored.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from fastapi.responses import JSONResponse
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from ..asks import normalize_mime_type
+from ..asks.files import clean_filename
 from ..errors import BadRequest, PayloadTooLarge
 from .auth import Caller
-from .bodies import store_of
+from .bodies import storable_text_problems, store_of, unstorable_text
 from .openapi import body, json_ok, problems, ref
 from .problems import ok
 from .views import file_json
@@ -35,7 +40,6 @@ FIELD: Final = "file"
 OVERHEAD_BYTES: Final = 64 * 1024
 #: Small form fields besides the file are read and ignored, up to this size each.
 FIELD_MAX_BYTES: Final = 8 * 1024
-FILENAME_MAX: Final = 255
 GENERIC_TYPES: Final = ("", "application/octet-stream")
 #: Extensions whose type `mimetypes` may not know on every platform.
 EXTENSION_TYPES: Final = {
@@ -61,11 +65,13 @@ def _too_large(cap: int) -> PayloadTooLarge:
     )
 
 
-def _clean_filename(raw: str) -> str:
-    """The last path segment, without control characters, at most 255 characters."""
-    name = re.split(r"[\\/]", raw)[-1]
-    name = "".join(ch for ch in name if ch.isprintable()).strip()
-    return name[:FILENAME_MAX]
+def _filename_text(raw: bytes) -> str:
+    """The part's filename as text: UTF-8, keeping NUL and encoded surrogates for the text
+    rule to refuse; a name with other bytes that are not UTF-8 gets U+FFFD for them."""
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")
 
 
 def mime_type_for(content_type: str, filename: str) -> str:
@@ -93,6 +99,10 @@ class _Parts:
         self.filename: str | None = None
         self.content_type = ""
         self.data = bytearray()
+        self.ended = False
+
+    def on_end(self) -> None:
+        self.ended = True
 
     def on_part_begin(self) -> None:
         self.headers = {}
@@ -120,7 +130,7 @@ class _Parts:
                 raise BadRequest("Send one file per upload", "The body has two `file` fields.")
             self._is_file = True
             raw_name = params.get(b"filename")
-            self.filename = raw_name.decode("utf-8", "replace") if raw_name is not None else None
+            self.filename = _filename_text(raw_name) if raw_name is not None else None
             self.content_type = self.headers.get(b"content-type", b"").decode("latin-1")
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
@@ -150,8 +160,8 @@ async def upload(request: Request, principal: Caller) -> JSONResponse:
             f"Send the file in the multipart field `{FIELD}`.",
         )
     limit = cap + OVERHEAD_BYTES
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
         raise _too_large(cap)
     parts = _Parts(cap)
     parser = MultipartParser(
@@ -163,6 +173,7 @@ async def upload(request: Request, principal: Caller) -> JSONResponse:
             "on_header_value": parts.on_header_value,
             "on_header_end": parts.on_header_end,
             "on_headers_finished": parts.on_headers_finished,
+            "on_end": parts.on_end,
         },
     )
     received = 0
@@ -177,17 +188,27 @@ async def upload(request: Request, principal: Caller) -> JSONResponse:
         raise
     except Exception as exc:
         raise BadRequest("The upload is not valid multipart/form-data", str(exc)) from None
+    if not parts.ended:
+        raise BadRequest(
+            "The upload is not valid multipart/form-data",
+            "The body ends before its closing boundary: it was cut short, and nothing was "
+            "stored. Send the whole body again.",
+        )
     if parts.files == 0:
         raise BadRequest(
             "file is required",
             f"Send the file in the multipart field `{FIELD}`.",
             fields={FIELD: "is required"},
         )
-    filename = _clean_filename(parts.filename or "")
+    problems = storable_text_problems({FIELD: {"filename": parts.filename or ""}})
+    if problems:
+        raise unstorable_text(problems)
+    filename = clean_filename(parts.filename or "")
     if not filename:
         raise BadRequest(
             "filename is required",
-            "Give the file part a filename in its Content-Disposition header.",
+            "Give the file part its own file name (not a folder such as `..`) in its "
+            "Content-Disposition header.",
             fields={FIELD: "needs a filename"},
         )
     mime_type = mime_type_for(parts.content_type, filename)

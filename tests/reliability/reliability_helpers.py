@@ -1,0 +1,50 @@
+"""Helpers of the reliability tests: the whole database as data, to show that a refused request
+stored nothing, and raw request bodies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from server_helpers import Api
+from sqlalchemy import Connection, select
+
+from handrail.store.tables import metadata
+
+JSON = {"content-type": "application/json"}
+
+
+def _all_rows(connection: Connection) -> dict[str, list[str]]:
+    return {
+        table.name: sorted(repr(tuple(row)) for row in connection.execute(select(table)))
+        for table in metadata.sorted_tables
+    }
+
+
+async def db_state(api: Api) -> dict[str, list[str]]:
+    """Every row of every table (the request log included), as text."""
+    return await api.store.db.read(_all_rows)
+
+
+def blobs(tmp_path: Path) -> list[Path]:
+    """The files in the blob folder of `start_api` (``tmp_path / "blobs"``)."""
+    folder = tmp_path / "blobs"
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+async def send_raw(
+    api: Api, method: str, path: str, body: bytes, *, user: str | None = "alice", **headers: str
+) -> httpx.Response:
+    """`body` as it is, with a JSON content type (`headers` added)."""
+    return await api.request(method, path, user=user, content=body, headers={**JSON, **headers})
+
+
+def problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """The problem JSON of `response`, which must have `status`."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = dict(response.json())
+    assert body["status"] == status
+    assert body["requestId"] == response.headers["x-request-id"]
+    return body
