@@ -256,7 +256,7 @@ async def test_catch_all_500(
         async def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("secret internals: password=hunter2")
 
-        monkeypatch.setattr(api.store.histories, "list", broken)
+        monkeypatch.setattr(api.store.histories, "list_page", broken)
         with caplog.at_level(logging.ERROR, logger="handrail.server"):
             response = await api.get("/histories")
         assert response.status_code == 500

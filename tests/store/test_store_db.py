@@ -94,7 +94,7 @@ async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str
         await db.migrate()
         assert await db.read(_table_names) == TABLES
         versions = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
-        assert [row[0] for row in versions] == ["0003"]
+        assert [row[0] for row in versions] == ["0004"]
 
 
 async def test_migrations_match_the_tables(database_url: str) -> None:

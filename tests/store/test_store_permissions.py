@@ -63,7 +63,7 @@ async def test_migration_0002_upgrades_0001_and_goes_back(database_url: str) -> 
         assert not {"permissions", "grants"} & await db.read(_tables)
 
         await db.migrate()
-        assert await _version(db) == ["0003"]
+        assert await _version(db) == ["0004"]
         assert {"permissions", "grants"} <= await db.read(_tables)
 
         await db.write(_downgrade, "0001")
@@ -73,7 +73,7 @@ async def test_migration_0002_upgrades_0001_and_goes_back(database_url: str) -> 
         assert {"histories", "history_rows", "files", "requests"} <= tables
 
         await db.migrate()
-        assert await _version(db) == ["0003"]
+        assert await _version(db) == ["0004"]
 
 
 @pytest.mark.parametrize(

@@ -62,8 +62,23 @@ histories = Table(
     Column("created", UTCDateTime, nullable=False),
     Column("updated", UTCDateTime, nullable=False),
     Column("deleted_at", UTCDateTime, nullable=True),
-    Index(None, "owner_id", "deleted_at"),
-    Index(None, "owner_id", "pending_created"),
+    # The two lists, each one range of its own partial index (see `store.paging`).
+    Index(
+        None,
+        "owner_id",
+        "created",
+        "id",
+        sqlite_where=text("deleted_at IS NULL"),
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
+    Index(
+        None,
+        "owner_id",
+        "pending_created",
+        "id",
+        sqlite_where=text("deleted_at IS NULL AND pending_created IS NOT NULL"),
+        postgresql_where=text("deleted_at IS NULL AND pending_created IS NOT NULL"),
+    ),
 )
 
 #: The rows of a history, in `seq` order. `type`, `tool_call_id` and `ask_status` are copied
