@@ -91,6 +91,29 @@ export async function api(method, path, body, options = {}) {
 
 export const get = (path, options) => api("GET", path, undefined, options);
 
+/** One page of a paged list (GET /histories, GET /histories/pendingAsks): `{items, next}`,
+ * where `next` is the path of the next page from the `Link: <...>; rel="next"` header, to pass
+ * to getPage again, or null on the last page. */
+export async function getPage(path, options = {}) {
+  const response = await send("GET", path, undefined, options);
+  const parsed = await response.json();
+  return { items: parsed.data, next: nextPath(response.headers.get("Link")) };
+}
+
+/** The API path (without API_PREFIX) of a Link header's rel="next" URL, or null. Only the
+ * path and query are kept: the call goes to this page's own server, like every other. */
+export function nextPath(link) {
+  if (!link) return null;
+  for (const part of link.split(",")) {
+    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
+    if (!match || !/(^|;)\s*rel="?next"?\s*(;|$)/i.test(match[2])) continue;
+    const url = new URL(match[1], location.href);
+    if (!url.pathname.startsWith(API_PREFIX + "/")) return null;
+    return url.pathname.slice(API_PREFIX.length) + url.search;
+  }
+  return null;
+}
+
 /** POST /prompt and yield each server-sent event as it arrives (one JSON object per
  * `data:` line). Errors before the stream starts throw an ApiError. */
 export async function* streamPrompt(body, { signal } = {}) {

@@ -1,7 +1,7 @@
 // handrail's web UI: sign-in, the chat, the inbox, the compact /watch view and the grants page.
 // Vanilla ES modules over the public HTTP API; the page routes itself from the URL.
 
-import { auth, get, onUnauthorized } from "./api.js";
+import { auth, get, getPage, onUnauthorized } from "./api.js";
 import { chatPage } from "./chat.js";
 import { h, replace } from "./dom.js";
 import { grantsPage } from "./grants.js";
@@ -26,7 +26,7 @@ const NAV = [
   { id: "grants", href: "/grants", label: "Grants" },
 ];
 
-const state = { info: null, cleanup: null, pending: null, badge: null, timer: 0, firstRender: true };
+const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, timer: 0, firstRender: true };
 
 /** The line that says which model answers, in plain words. */
 export function modelLine(info) {
@@ -50,15 +50,19 @@ export function setUrl(path) {
 async function refreshPending() {
   if (!auth.token || !state.info) return;
   try {
-    const pending = await get("/histories/pendingAsks");
-    state.pending = pending.length;
+    // The first page counts up to 50; more than that shows as "50+".
+    const page = await getPage("/histories/pendingAsks");
+    state.pending = page.items.length;
+    state.pendingMore = Boolean(page.next);
   } catch {
     state.pending = null;
+    state.pendingMore = false;
   }
   if (state.badge) {
-    state.badge.textContent = state.pending ? String(state.pending) : "";
+    const count = `${state.pending}${state.pendingMore ? "+" : ""}`;
+    state.badge.textContent = state.pending ? count : "";
     state.badge.hidden = !state.pending;
-    state.badge.setAttribute("aria-label", `${state.pending} waiting`);
+    state.badge.setAttribute("aria-label", `${state.pendingMore ? "more than " + state.pending : state.pending} waiting`);
   }
 }
 

@@ -2,7 +2,7 @@
 // one card per ask. On load the transcript is rebuilt from the history's rows: an ask's call row
 // carries ask.status, and its answer is the tool-result row with the same toolCallId.
 
-import { ApiError, get, streamPrompt } from "./api.js";
+import { ApiError, get, getPage, streamPrompt } from "./api.js";
 import { createCard } from "./cards/index.js";
 import { ago, h, json, replace, uid } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -55,6 +55,9 @@ export function chatPage(main, ctx) {
     "aria-label": "Conversation",
   });
   const list = h("ul", { class: "conversation-list" });
+  // GET /histories is paged: "Show more" follows the Link header's next page.
+  const more = h("button", { class: "btn btn-ghost btn-small conversations-more", type: "button", hidden: true, onclick: () => showMore() }, "Show more");
+  const listState = { next: null, shown: 0, run: 0 };
   const composerId = uid("composer");
   const composer = h("textarea", {
     id: composerId,
@@ -137,6 +140,7 @@ export function chatPage(main, ctx) {
       h("summary", {}, "Conversations"),
       h("button", { class: "btn btn-secondary new-chat", type: "button", onclick: () => ctx.navigate("/") }, "New conversation"),
       list,
+      more,
     ),
   );
   replace(
@@ -463,35 +467,61 @@ export function chatPage(main, ctx) {
     }
   }
 
+  function conversationItem(item) {
+    return h(
+      "li",
+      {},
+      h(
+        "a",
+        { href: `/c/${item.id}`, "data-link": "", dataset: { historyId: item.id } },
+        h("span", { class: "conversation-title" }, item.title || "Untitled"),
+        h(
+          "span",
+          { class: "conversation-meta" },
+          item.pendingAsk ? h("span", { class: "badge badge-waiting" }, "Waiting on you") : null,
+          h("span", {}, ago(item.updated)),
+        ),
+      ),
+    );
+  }
+
   async function refreshList() {
+    // Again as many as were shown (at least one page, at most 200) from the newest.
+    const limit = Math.min(200, Math.max(50, listState.shown));
+    const run = ++listState.run;
     try {
-      const histories = await get("/histories");
-      if (!state.alive) return;
+      const page = await getPage(`/histories?limit=${limit}`);
+      if (!state.alive || run !== listState.run) return;
+      listState.next = page.next;
+      listState.shown = page.items.length;
       replace(
         list,
-        histories.length
-          ? histories.map((item) =>
-              h(
-                "li",
-                {},
-                h(
-                  "a",
-                  { href: `/c/${item.id}`, "data-link": "", dataset: { historyId: item.id } },
-                  h("span", { class: "conversation-title" }, item.title || "Untitled"),
-                  h(
-                    "span",
-                    { class: "conversation-meta" },
-                    item.pendingAsk ? h("span", { class: "badge badge-waiting" }, "Waiting on you") : null,
-                    h("span", {}, ago(item.updated)),
-                  ),
-                ),
-              ),
-            )
-          : h("li", { class: "muted" }, "No conversations yet."),
+        page.items.length ? page.items.map(conversationItem) : h("li", { class: "muted" }, "No conversations yet."),
       );
+      more.hidden = !page.next;
       markCurrent();
     } catch {
       // The list is a convenience; the conversation itself still works.
+    }
+  }
+
+  async function showMore() {
+    if (!listState.next) return;
+    const run = listState.run;
+    more.disabled = true;
+    try {
+      const page = await getPage(listState.next);
+      if (!state.alive || run !== listState.run) return;
+      listState.next = page.next;
+      const fresh = page.items.filter((item) => !list.querySelector(`a[data-history-id="${CSS.escape(item.id)}"]`));
+      listState.shown += fresh.length;
+      list.append(...fresh.map(conversationItem));
+      more.hidden = !page.next;
+      markCurrent();
+    } catch {
+      // As above: the next click tries again.
+    } finally {
+      more.disabled = false;
     }
   }
 

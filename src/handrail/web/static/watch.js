@@ -2,9 +2,12 @@
 // buttons, the hand-off line); a tap sends {toolCallId, buttonId, surface: "compact"} to
 // POST /histories/{id}/turn and shows what the agent said.
 
-import { ApiError, api, get } from "./api.js";
+import { ApiError, api, getPage } from "./api.js";
 import { h, replace } from "./dom.js";
 import { simpleCard } from "./cards/simple.js";
+
+/** How many asks the compact view shows at once. */
+const WATCH_LIMIT = 20;
 
 export function watchPage(main, ctx) {
   const cards = h("div", { class: "watch-cards" });
@@ -52,7 +55,8 @@ export function watchPage(main, ctx) {
 
   async function load() {
     try {
-      const items = await get("/histories/pendingAsks");
+      // The newest page only: answering one brings the next in on the following load.
+      const { items, next } = await getPage(`/histories/pendingAsks?limit=${WATCH_LIMIT}`);
       if (!alive) return;
       replace(
         cards,
@@ -67,6 +71,7 @@ export function watchPage(main, ctx) {
               return el;
             })
           : h("p", { class: "watch-empty" }, "Nothing is waiting on you."),
+        next ? h("p", { class: "watch-empty" }, h("a", { href: "/inbox", "data-link": "" }, "More are waiting: open the inbox")) : null,
       );
       ctx.refreshPending();
     } catch (error) {
