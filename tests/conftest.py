@@ -13,11 +13,13 @@ Tests get them two ways:
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from _pg import postgres_cluster  # noqa: F401 (a fixture: the session's throwaway PostgreSQL)
+from handrail.store import Store
 
 CONFORMANCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "terreno"
 
@@ -65,3 +67,13 @@ def database_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -
         return f"sqlite:///{tmp_path / 'handrail.db'}"
     cluster = request.getfixturevalue("postgres_cluster")
     return str(cluster.new_database_url()).replace("+asyncpg", "", 1)
+
+
+@pytest.fixture
+async def store(database_url: str, tmp_path: Path) -> AsyncIterator[Store]:
+    """A migrated store on `database_url` (each backend), its uploads in ``tmp_path/blobs``."""
+    opened = await Store.open(database_url, blob_dir=tmp_path / "blobs")
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from examples import PIZZA, PLAN
 from handrail.asks import ASK_ERROR_CODES, ASK_LIMITS, AskValidationError, validate_ask_input
 
 Pairs = list[tuple[str, str]]
@@ -82,35 +83,6 @@ BASES: dict[str, dict[str, Any]] = {
 }
 
 # The spec's own example asks.
-PLAN: dict[str, Any] = {
-    "title": "Choose a plan",
-    "prompt": "Which plan should I set up?",
-    "select": "one",
-    "options": [
-        {"id": "starter", "label": "Starter", "description": "$0, one seat"},
-        {"id": "team", "label": "Team", "description": "$20 per seat"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "default": ["team"],
-    "submitLabel": "Set up plan",
-}
-PIZZA: dict[str, Any] = {
-    "title": "Build your pizza",
-    "prompt": "Which toppings should I add? Pick up to three.",
-    "select": "many",
-    "options": [
-        {"id": "cheese", "label": "Extra cheese"},
-        {"id": "mushrooms", "label": "Mushrooms"},
-        {"id": "olives", "label": "Olives"},
-        {"id": "peppers", "label": "Peppers"},
-        {"id": "pineapple", "label": "Pineapple"},
-    ],
-    "default": ["cheese", "mushrooms"],
-    "maxSelected": 3,
-    "allowOther": True,
-    "otherLabel": "Another topping",
-    "submitLabel": "Add toppings",
-}
 CLEAN_UP: dict[str, Any] = {
     "title": "Clean up todos",
     "prompt": "Delete 14 completed todos? This cannot be undone.",

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
+from examples import PIZZA, PLAN
 from handrail.asks.limits import (
     ASK_CANCEL_REASONS,
     ASK_FILE_ACCEPT,
@@ -608,35 +609,6 @@ TOOL_KEYWORDS = {
     "description",
 }  # fmt: skip
 
-PLAN = {
-    "title": "Choose a plan",
-    "prompt": "Which plan should I set up?",
-    "select": "one",
-    "options": [
-        {"id": "starter", "label": "Starter", "description": "$0, one seat"},
-        {"id": "team", "label": "Team", "description": "$20 per seat"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "default": ["team"],
-    "submitLabel": "Set up plan",
-}
-PIZZA = {
-    "title": "Build your pizza",
-    "prompt": "Which toppings should I add? Pick up to three.",
-    "select": "many",
-    "options": [
-        {"id": "cheese", "label": "Extra cheese"},
-        {"id": "mushrooms", "label": "Mushrooms"},
-        {"id": "olives", "label": "Olives"},
-        {"id": "peppers", "label": "Peppers"},
-        {"id": "pineapple", "label": "Pineapple"},
-    ],
-    "default": ["cheese", "mushrooms"],
-    "maxSelected": 3,
-    "allowOther": True,
-    "otherLabel": "Another topping",
-    "submitLabel": "Add toppings",
-}
 CLEAN_UP = {
     "title": "Clean up todos",
     "prompt": "Delete 14 completed todos? This cannot be undone.",

@@ -4,8 +4,6 @@ grants, and clarify — in process, on SQLite and PostgreSQL, with the scripted 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,13 +34,6 @@ def notes_agent(**options: Any) -> tuple[Agent, list[dict[str, str]], list[str]]
     agent = Agent("notes", instructions="You manage notes.", **options)
     add_notes_tools(agent, notes, ran)
     return agent, notes, ran
-
-
-@pytest.fixture
-async def store(database_url: str, tmp_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(database_url, blob_dir=tmp_path / "files")
-    yield s
-    await s.close()
 
 
 async def events_of(turn_coro: Any) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from doubles import FlakyModel
+from examples import PLAN, plan_card
 from handrail.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from handrail.policy import ToolHints
 from handrail.runtime.agent import Agent, Tool, ToolError
@@ -24,46 +25,6 @@ from handrail.store import Store
 ALICE = Principal(user_id="alice")
 BOB = Principal(user_id="bob")
 
-PLAN = {
-    "title": "Choose a plan",
-    "prompt": "Which plan should I set up?",
-    "select": "one",
-    "options": [
-        {"id": "starter", "label": "Starter", "description": "$0, one seat"},
-        {"id": "team", "label": "Team", "description": "$20 per seat"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "default": ["team"],
-    "submitLabel": "Set up plan",
-}
-PLAN_CARD = {
-    "toolCallId": None,  # filled in per test
-    "kind": "choice",
-    "title": "Choose a plan",
-    "text": "Which plan should I set up?",
-    "buttons": [
-        {
-            "id": "option:team",
-            "label": "Team",
-            "style": "primary",
-            "response": {"action": "accept", "content": {"selected": ["team"]}},
-        },
-        {
-            "id": "option:starter",
-            "label": "Starter",
-            "style": "default",
-            "response": {"action": "accept", "content": {"selected": ["starter"]}},
-        },
-        {
-            "id": "option:enterprise",
-            "label": "Enterprise",
-            "style": "default",
-            "response": {"action": "accept", "content": {"selected": ["enterprise"]}},
-        },
-    ],
-    "handoff": False,
-}
-
 
 def command(tool: str, args: dict[str, Any]) -> str:
     return f"{tool} {json.dumps(args)}"
@@ -71,14 +32,6 @@ def command(tool: str, args: dict[str, Any]) -> str:
 
 def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-@pytest.fixture
-async def store(database_url: str, tmp_path: Path) -> AsyncIterator[Store]:
-    """A store on each backend: every runtime test runs on SQLite and on PostgreSQL."""
-    s = await Store.open(database_url, blob_dir=tmp_path / "files")
-    yield s
-    await s.close()
 
 
 def make_runtime(store: Store, model: Any = None, **agent_options: Any) -> Runtime:
@@ -107,7 +60,7 @@ async def test_wire_example_ask_pause_answer_resume(store: Store) -> None:
             "toolCallId": call_id,
             "kind": "choice",
             "input": PLAN,
-            "simple": {**PLAN_CARD, "toolCallId": call_id},
+            "simple": plan_card(call_id),
         },
         "historyId": history_id,
     }

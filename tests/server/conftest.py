@@ -1,6 +1,6 @@
 """Server fixtures: `api` is a running app (its lifespan entered) on a SQLite file in
-``tmp_path``; `any_api` is the same on each backend, ``sqlite`` and ``postgresql`` (a fresh
-database in the session's throwaway cluster, see ``tests/_pg.py``)."""
+``tmp_path``; `any_api` is the same on each backend, ``sqlite`` and ``postgresql`` (the
+suite's one `database_url` fixture, in ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,6 @@ from _pg import postgres_cluster  # noqa: F401 (a fixture)
 async def api(tmp_path: Path) -> AsyncIterator[Api]:
     async with start_api(sqlite_url(tmp_path), tmp_path) as running:
         yield running
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty database on each backend."""
-    if request.param == "sqlite":
-        return sqlite_url(tmp_path)
-    cluster = request.getfixturevalue("postgres_cluster")
-    return str(cluster.new_database_url())
 
 
 @pytest.fixture

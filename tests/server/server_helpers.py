@@ -27,19 +27,6 @@ USERS = [
     UserConfig(id="root", token=TOKENS["root"], admin=True),
 ]
 
-PLAN = {
-    "prompt": "Which plan should I set up?",
-    "submitLabel": "Set up plan",
-    "title": "Choose a plan",
-    "default": ["team"],
-    "options": [
-        {"description": "$0, one seat", "id": "starter", "label": "Starter"},
-        {"description": "$20 per seat", "id": "team", "label": "Team"},
-        {"id": "enterprise", "label": "Enterprise"},
-    ],
-    "select": "one",
-}
-
 
 CONFIRM = {
     "title": "Clean up todos",
@@ -67,37 +54,6 @@ FORM = {
     ],
 }
 FILES = {"prompt": "Upload the receipt.", "accept": ["image", "text"], "maxFiles": 2}
-
-
-def plan_card(tool_call_id: str) -> dict[str, Any]:
-    """The simple card of the spec's wire example."""
-    return {
-        "buttons": [
-            {
-                "id": "option:team",
-                "label": "Team",
-                "response": {"action": "accept", "content": {"selected": ["team"]}},
-                "style": "primary",
-            },
-            {
-                "id": "option:starter",
-                "label": "Starter",
-                "response": {"action": "accept", "content": {"selected": ["starter"]}},
-                "style": "default",
-            },
-            {
-                "id": "option:enterprise",
-                "label": "Enterprise",
-                "response": {"action": "accept", "content": {"selected": ["enterprise"]}},
-                "style": "default",
-            },
-        ],
-        "handoff": False,
-        "kind": "choice",
-        "text": "Which plan should I set up?",
-        "title": "Choose a plan",
-        "toolCallId": tool_call_id,
-    }
 
 
 def command(tool: str, args: dict[str, Any]) -> str:

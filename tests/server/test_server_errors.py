@@ -10,8 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import PLAN, TOKENS, Api, command, sqlite_url, start_api
+from server_helpers import TOKENS, Api, command, sqlite_url, start_api
 
+from examples import PLAN
 from handrail.server.auth import bearer_token
 from handrail.store import HistoryConflict
 

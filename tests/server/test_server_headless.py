@@ -13,14 +13,13 @@ from server_helpers import (
     CONFIRM,
     FORM,
     MARKDOWN,
-    PLAN,
     Api,
     command,
     compact,
     load_schema,
-    plan_card,
 )
 
+from examples import PLAN, plan_card
 from handrail.asks import PendingAsk
 from handrail.store.records import HistoryChange
 

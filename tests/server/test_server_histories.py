@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from server_helpers import PLAN, Api, command
+from server_helpers import Api, command
+
+from examples import PLAN
 
 
 async def create(api: Api, body: object = None, *, user: str = "alice") -> dict[str, object]:

@@ -15,7 +15,6 @@ import httpx
 import pytest
 import uvicorn
 from server_helpers import (
-    PLAN,
     TOKENS,
     Api,
     command,
@@ -28,6 +27,7 @@ from server_helpers import (
 
 from demo_server import free_port
 from doubles import FlakyModel
+from examples import PLAN
 from handrail.runtime.models.base import ModelEvent, ModelRequest, TextDelta
 from handrail.runtime.runtime import Runtime
 from handrail.server import create_app

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from server_helpers import CONFIRM, FILES, FORM, MARKDOWN, PLAN, Api, command, compact, plan_card
+from server_helpers import CONFIRM, FILES, FORM, MARKDOWN, Api, command, compact
+
+from examples import PLAN, plan_card
 
 
 async def test_wire_example(any_api: Api) -> None:

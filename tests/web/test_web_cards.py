@@ -380,3 +380,22 @@ def test_confirmation_preview_countdown_and_expiry(app: App) -> None:
     expect(card.button("Book it")).to_be_disabled()
     expect(card.locator.get_by_role("alert")).to_contain_text("can no longer be confirmed")
     card.shoot("confirmation-expired")
+
+
+def test_approval_shows_its_own_held_call(app: App, demo_server: DemoServer) -> None:
+    """Two calls of one tool in one step: the approval names the call it holds by id, so its
+    card shows that call's arguments, never the other's."""
+    demo_server.reset_policy("alice")
+    with demo_server.api("alice") as client:
+        client.put("/permissions/local:notes", json={"level": "non-consequential"})
+    app.sign_in_as("alice")
+    app.goto("/")
+    first = command("call delete_note", {"title": "Shopping list"})
+    second = command("call delete_note", {"title": "Meeting agenda"})
+    app.say(f"{first}\n{second}")
+    approval = app.card(origin="approval")
+    line = approval.locator.locator(".tool-line")
+    expect(line).to_contain_text('"Shopping list"')
+    expect(line).not_to_contain_text("Meeting agenda")
+    approval.click("Keep it")
+    approval.expect_summary("Denied")

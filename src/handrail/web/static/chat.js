@@ -34,7 +34,7 @@ export function chatPage(main, ctx) {
     history: null,
     cards: new Map(),
     tools: new Map(),
-    calls: [],
+    calls: new Map(), // toolCallId -> {toolName, args}
     agentEl: null,
     agentText: "",
     streaming: false,
@@ -163,12 +163,8 @@ export function chatPage(main, ctx) {
       setTimeout(() => state.alive && load(), 600);
     },
     safetyClass: (toolName) => state.safety.get(toolName) || null,
-    heldCall: (ask) => {
-      for (let i = state.calls.length - 1; i >= 0; i -= 1) {
-        if (state.calls[i].toolName === ask.toolName) return state.calls[i];
-      }
-      return null;
-    },
+    // The call a gate holds is named by its id (two calls of one tool keep their own arguments).
+    heldCall: (ask) => (ask.heldToolCallId ? state.calls.get(ask.heldToolCallId) || null : null),
   };
 
   function addCard(ask, { live = false } = {}) {
@@ -240,7 +236,7 @@ export function chatPage(main, ctx) {
 
   function toolCall(call) {
     closeText();
-    state.calls.push({ toolName: call.toolName, args: call.args });
+    state.calls.set(call.toolCallId, { toolName: call.toolName, args: call.args });
     const result = h("div", { class: "tool-result" }, h("span", { class: "muted" }, "Waiting…"));
     const el = h(
       "details",
@@ -351,7 +347,7 @@ export function chatPage(main, ctx) {
     state.history = null;
     state.cards.clear();
     state.tools.clear();
-    state.calls = [];
+    state.calls.clear();
     state.readOnly = false;
     transcript.replaceChildren();
     setTitle("");
@@ -383,7 +379,7 @@ export function chatPage(main, ctx) {
     state.history = history;
     state.cards.clear();
     state.tools.clear();
-    state.calls = [];
+    state.calls.clear();
     transcript.replaceChildren();
     state.readOnly = history.userId !== me;
     setTitle(history.title);
