@@ -94,6 +94,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .server.app import create_app
+    from .server.serving import uvicorn_config
 
     app = create_app(config)
     where = f"http://{config.host}:{config.port}{config.api_prefix}"
@@ -111,8 +112,9 @@ def _run_serve(args: argparse.Namespace) -> int:
                 f"{token}\n  curl -H 'Authorization: Bearer {token}' {where}/histories",
                 flush=True,
             )
-    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
-    return 0
+    server = uvicorn.Server(uvicorn_config(app, config, log_level=args.log_level))
+    server.run()
+    return 0 if server.started else 1
 
 
 def _port(text: str) -> int:
@@ -165,6 +167,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     from .demo.app import create_demo_app, demo_config
     from .errors import ConfigError
+    from .server.serving import uvicorn_config
 
     database: Path = args.database
     try:
@@ -188,9 +191,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         lines.append(f"    {user.id:<6} token {user.token}{admin}")
     print("\n".join(lines), flush=True)
 
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level)
-    )
+    server = uvicorn.Server(uvicorn_config(app, config, log_level=args.log_level))
     if args.browser and _has_display():
         threading.Thread(target=_open_when_started, args=(server, url), daemon=True).start()
     server.run()

@@ -1,0 +1,309 @@
+"""Serving the app with uvicorn, with the guards on connections that uvicorn leaves out.
+
+    server = uvicorn.Server(uvicorn_config(app, config, log_level="info"))
+    server.run()
+
+uvicorn closes a keep-alive connection that stays idle (``timeout_keep_alive``), but with its
+httptools protocol it takes request headers of any size, and waits for ever on a connection
+that sends nothing, or sends its headers or its body a byte at a time: a few hundred such
+connections, which need no token, hold the server's sockets. `GuardedProtocol` is uvicorn's
+httptools protocol with four guards, set by `ConnectionLimits` (from the `ServerConfig`):
+
+- **Header size.** A request whose line and headers pass ``max_header_bytes`` gets 431 and the
+  connection is closed; the bytes are counted as they arrive, so no more than one read past
+  the limit is ever held.
+- **Header time.** A request's line and headers must arrive within ``header_timeout`` seconds,
+  counted from when the connection opened or the previous response ended: else 408 and the
+  connection is closed (without a response when nothing of a request arrived; uvicorn
+  closes an idle keep-alive connection sooner).
+- **Body time.** A body must arrive within ``body_timeout`` seconds of its headers, plus one
+  second for each `BODY_BYTES_PER_SECOND` received, so a large upload that keeps arriving at
+  that rate is never cut: else 408 (when no response has started) and the connection is
+  closed; the route reading the body sees the client as gone. Time while the server itself
+  stopped reading (the route was busy) does not count.
+- **Connections.** At most ``max_connections`` are open at once; one more gets 503 and is
+  closed at once.
+
+Each refusal is a problem JSON body, as every other error of the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .config import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_BYTES,
+    ServerConfig,
+)
+
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = [
+    "BODY_BYTES_PER_SECOND",
+    "ConnectionLimits",
+    "GuardedProtocol",
+    "guarded_protocol",
+    "uvicorn_config",
+]
+
+#: A body gets one more second for each this many bytes received (16 KiB, 128 kbit/s).
+BODY_BYTES_PER_SECOND: Final = 16 * 1024
+
+_REASONS: Final = {
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectionLimits:
+    """The guards of `GuardedProtocol`: bytes of a request's line and headers, the seconds
+    they and a body may take, and how many connections may be open."""
+
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+    @classmethod
+    def of(cls, config: ServerConfig) -> ConnectionLimits:
+        return cls(
+            max_header_bytes=config.max_header_bytes,
+            header_timeout=config.header_timeout,
+            body_timeout=config.body_timeout,
+            max_connections=config.max_connections,
+        )
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the guards of `limits` (see the module docstring).
+    `guarded_protocol` makes a subclass with other limits."""
+
+    limits: ClassVar[ConnectionLimits] = ConnectionLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._timer: asyncio.TimerHandle | None = None
+        #: What the connection waits for: a request's head, its body, or nothing (the app has
+        #: the whole request and answers it).
+        self._waiting: Literal["head", "body"] | None = None
+        self._head_bytes = 0  # bytes received while the head was not complete
+        self._header_bytes = 0  # the URL and header names and values parsed so far
+        self._body_started = 0.0
+        self._body_bytes = 0
+        self._refused = False
+
+    # --- the connection ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections:
+            self._refuse(
+                503,
+                f"The server has {self.limits.max_connections} connections open, its limit. "
+                "Try again in a moment.",
+            )
+            return
+        self._wait_for_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        in_head = self._waiting == "head"
+        super().data_received(data)
+        if self._refused or not (in_head and self._waiting == "head"):
+            return
+        self._head_bytes += len(data)
+        if self._head_bytes > self.limits.max_header_bytes:
+            self._refuse_head_size()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if (
+            self._waiting is None
+            and not self._refused
+            and not self.transport.is_closing()
+            and self.cycle is not None
+            and self.cycle.response_complete  # no pipelined request is still to answer
+        ):
+            self._wait_for_head()
+
+    # --- the parser's callbacks -------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self._waiting != "head":
+            self._wait_for_head()
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        if self._refused:
+            return
+        self._header_bytes += len(url)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._refused:
+            return
+        self._header_bytes += len(name) + len(value)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        if self._refused:
+            return
+        if self._header_bytes > self.limits.max_header_bytes:
+            self._refuse_head_size()
+            return
+        self._waiting = "body"
+        self._body_started = self.loop.time()
+        self._body_bytes = 0
+        self._arm(self.limits.body_timeout)
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._refused:
+            return
+        self._body_bytes += len(body)
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._refused:
+            return
+        self._waiting = None
+        self._cancel_timer()
+        super().on_message_complete()
+        if self.cycle is not None and self.cycle.response_complete:
+            self._wait_for_head()
+
+    # --- the guards -------------------------------------------------------------------------
+
+    def _wait_for_head(self) -> None:
+        self._waiting = "head"
+        self._head_bytes = 0
+        self._header_bytes = 0
+        self._arm(self.limits.header_timeout)
+
+    def _arm(self, delay: float) -> None:
+        self._cancel_timer()
+        self._timer = self.loop.call_later(delay, self._on_timer)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._refused or self.transport.is_closing() or self._waiting is None:
+            return
+        head = self._waiting == "head"
+        if self.flow.read_paused:
+            # The server stopped reading (the route is busy, or a pipelined request waits):
+            # the client cannot send, so this time is not the client's.
+            timeout = self.limits.header_timeout if head else self.limits.body_timeout
+            self._body_started += timeout
+            self._arm(timeout)
+            return
+        if head:
+            if self._head_bytes == 0:
+                # Nothing of a request arrived: close as uvicorn closes an idle connection.
+                self._refused = True
+                self._waiting = None
+                self.transport.close()
+                return
+            self._refuse(
+                408,
+                f"The request's line and headers did not arrive within "
+                f"{self.limits.header_timeout:g} seconds. Send them at once.",
+            )
+            return
+        deadline = (
+            self._body_started + self.limits.body_timeout + self._body_bytes / BODY_BYTES_PER_SECOND
+        )
+        if self.loop.time() < deadline:
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+            return
+        self._refuse(
+            408,
+            f"The request body did not arrive in time ({self.limits.body_timeout:g} seconds, "
+            f"plus one for each {BODY_BYTES_PER_SECOND} bytes received). Send it at once, "
+            "or upload large files with POST /files/upload.",
+        )
+
+    def _refuse_head_size(self) -> None:
+        self._refuse(
+            431,
+            f"The request's line and headers are larger than {self.limits.max_header_bytes} "
+            "bytes. Send fewer or shorter headers.",
+        )
+
+    def _refuse(self, status: int, detail: str) -> None:
+        """Answer `status` with a problem and close. No answer goes out when the request's
+        own response has started: the client has its answer (a 401 before the body was read,
+        say) and only the rest of its body is not wanted."""
+        answered = False
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            answered = cycle.response_started
+            # The route that reads the body gets a disconnect; what it sends is dropped.
+            cycle.disconnected = True
+            cycle.message_event.set()
+        elif cycle is not None and self._waiting == "body":
+            answered = True
+        self._refused = True
+        self._waiting = None
+        self._cancel_timer()
+        if not answered and not self.transport.is_closing():
+            self.transport.write(_problem_response(status, detail))
+        self.transport.close()
+
+
+def _problem_response(status: int, detail: str) -> bytes:
+    request_id = str(uuid.uuid4())
+    title = _REASONS[status]
+    body = json.dumps(
+        {"status": status, "title": title, "detail": detail, "requestId": request_id},
+        separators=(",", ":"),
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status} {title}\r\n"
+        "content-type: application/problem+json\r\n"
+        f"content-length: {len(body)}\r\n"
+        f"x-request-id: {request_id}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def guarded_protocol(limits: ConnectionLimits) -> type[GuardedProtocol]:
+    """A `GuardedProtocol` with `limits`, for uvicorn's ``http`` setting."""
+    return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits})
+
+
+def uvicorn_config(app: Any, config: ServerConfig, *, log_level: str = "info") -> uvicorn.Config:
+    """The uvicorn configuration that serves `app` on ``config.host`` and ``config.port``
+    with the connection guards of `config`."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=log_level,
+        http=guarded_protocol(ConnectionLimits.of(config)),
+        ws="none",  # no route takes a WebSocket
+    )

@@ -1,0 +1,133 @@
+"""The settings of the request limits (YAML, environment, mistakes), and that both servers the
+command line runs, ``handrail serve`` and ``handrail demo``, get the connection guards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from handrail.cli import main
+from handrail.errors import ConfigError
+from handrail.server.config import ServerConfig
+from handrail.server.serving import ConnectionLimits, GuardedProtocol
+
+BASE: dict[str, Any] = {
+    "users": [{"id": "alice", "token": "alice-token"}],
+    "agents": [{"name": "helper"}],
+}
+
+
+def test_the_limits_come_from_the_file_then_the_environment() -> None:
+    config = ServerConfig.from_mapping(
+        {**BASE, "max_json_bytes": 2048, "header_timeout": 0.5, "max_connections": 9},
+        env={
+            "HANDRAIL_BODY_TIMEOUT": "2.5",
+            "HANDRAIL_MAX_CONNECTIONS": "7",
+            "HANDRAIL_MAX_HEADER_BYTES": "9000",
+            "HANDRAIL_MAX_JSON_BYTES": " ",  # blank: ignored
+        },
+    )
+    assert config.max_json_bytes == 2048
+    assert config.header_timeout == 0.5
+    assert config.body_timeout == 2.5
+    assert config.max_connections == 7
+    assert config.max_header_bytes == 9000
+    assert ConnectionLimits.of(config) == ConnectionLimits(
+        max_header_bytes=9000, header_timeout=0.5, body_timeout=2.5, max_connections=7
+    )
+
+
+def test_the_defaults() -> None:
+    config = ServerConfig.from_mapping(BASE, env={})
+    assert (config.max_json_bytes, config.max_header_bytes) == (1024 * 1024, 64 * 1024)
+    assert (config.header_timeout, config.body_timeout, config.max_connections) == (10, 30, 1000)
+    # Ten files of the 10 MB upload cap as base64, plus 1 MiB.
+    assert config.max_files_answer_bytes == 10485760 * 10 * 4 // 3 + 1024 * 1024
+    small = ServerConfig.from_mapping(
+        {**BASE, "max_upload_bytes": 1, "max_json_bytes": 5 << 20}, env={}
+    )
+    assert small.max_files_answer_bytes == 5 << 20  # never below the JSON cap
+
+
+@pytest.mark.parametrize(
+    ("data", "env", "message"),
+    [
+        ({"max_json_bytes": 0}, {}, "max_json_bytes: must be a positive whole number"),
+        ({"max_header_bytes": "big"}, {}, "max_header_bytes: must be a positive whole number"),
+        ({"max_connections": True}, {}, "max_connections: must be a positive whole number"),
+        ({"header_timeout": 0}, {}, "header_timeout: must be a positive number of seconds"),
+        ({"body_timeout": "soon"}, {}, "body_timeout: must be a positive number of seconds"),
+        ({"body_timeout": float("inf")}, {}, "body_timeout: must be a positive number"),
+        ({}, {"HANDRAIL_HEADER_TIMEOUT": "-1"}, "HANDRAIL_HEADER_TIMEOUT: must be a positive"),
+        ({}, {"HANDRAIL_MAX_JSON_BYTES": "1MiB"}, "HANDRAIL_MAX_JSON_BYTES: must be a positive"),
+    ],
+)
+def test_a_bad_limit_stops_the_start_up(
+    data: dict[str, Any], env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ServerConfig.from_mapping({**BASE, **data}, env=env)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_bad_limit_in_python_is_refused_too() -> None:
+    good = ServerConfig.from_mapping(BASE, env={})
+    with pytest.raises(ConfigError, match="max_connections: must be a positive whole number"):
+        ServerConfig(users=good.users, agents=good.agents, max_connections=0)
+    with pytest.raises(ConfigError, match="header_timeout: must be a positive number"):
+        ServerConfig(users=good.users, agents=good.agents, header_timeout=-0.5)
+
+
+class FakeServer:
+    """Stands in for uvicorn.Server: keeps the config, serves nothing."""
+
+    configs: ClassVar[list[Any]] = []
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.started = True
+        self.should_exit = False
+        FakeServer.configs.append(config)
+
+    def run(self) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    FakeServer.configs = []
+    monkeypatch.setattr("uvicorn.Server", FakeServer)
+    for name in ("HANDRAIL_MODEL", "HANDRAIL_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    return FakeServer.configs
+
+
+def test_handrail_serve_runs_the_guarded_protocol(
+    fake_server: list[Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HANDRAIL_TOKEN", "serve-token-0123456789")
+    monkeypatch.setenv("HANDRAIL_HEADER_TIMEOUT", "3")
+    monkeypatch.setenv("HANDRAIL_MAX_CONNECTIONS", "12")
+    assert main(["serve", "--port", "8765"]) == 0
+    [config] = fake_server
+    assert issubclass(config.http, GuardedProtocol)
+    assert config.http.limits.header_timeout == 3
+    assert config.http.limits.max_connections == 12
+    assert config.ws == "none"
+    assert config.port == 8765
+
+
+def test_handrail_demo_runs_the_guarded_protocol(
+    fake_server: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    database = tmp_path / "demo" / "handrail.db"
+    assert main(["demo", "--no-browser", "--database", str(database), "--port", "8766"]) == 0
+    [config] = fake_server
+    assert issubclass(config.http, GuardedProtocol)
+    assert config.http.limits == ConnectionLimits()
+    assert config.port == 8766
