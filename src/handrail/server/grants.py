@@ -394,7 +394,9 @@ def add_grant_routes(router: APIRouter, prefix: str) -> None:
         summary="Save the caller's permission level for a connection",
         responses={
             **json_ok(SAVED_LEVEL_SCHEMA, "The saved level."),
-            **problems(400, 404, notes={404: "No agent has a connection with tools by that id."}),
+            **problems(
+                400, 404, 413, notes={404: "No agent has a connection with tools by that id."}
+            ),
         },
         openapi_extra=body(
             {

@@ -317,7 +317,7 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
         tags=["histories"],
         summary="Start a conversation",
         status_code=201,
-        responses={**json_ok(ref("History"), "The new history.", 201), **problems(400)},
+        responses={**json_ok(ref("History"), "The new history.", 201), **problems(400, 413)},
         openapi_extra=body(ref("HistoryCreate"), required=False),
     )
     router.add_api_route(
@@ -375,7 +375,7 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
         operation_id="updateHistory",
         tags=["histories"],
         summary="Change a conversation's title",
-        responses={**json_ok(ref("History"), "The history."), **problems(400, 403, 404)},
+        responses={**json_ok(ref("History"), "The history."), **problems(400, 403, 404, 413)},
         openapi_extra=body(ref("HistoryUpdate"), required=False),  # no body changes nothing
     )
     router.add_api_route(
@@ -412,7 +412,7 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
             "disconnects does not stop it.",
             responses={
                 **json_ok(ref("TurnResult"), "What the turn did."),
-                **problems(400, 403, 404, 409),
+                **problems(400, 403, 404, 409, 413),
             },
             openapi_extra=body(ref("TurnRequest")),
         )
