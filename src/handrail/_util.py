@@ -1,9 +1,14 @@
-"""Small shared helpers every layer may use: ids and timestamps in the wire format."""
+"""Small shared helpers every layer may use: ids and timestamps in the wire format, and text
+made storable."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import secrets
+from typing import Any, Final, TypeVar
+
+T = TypeVar("T")
 
 
 def new_id() -> str:
@@ -21,3 +26,81 @@ def iso(moment: dt.datetime) -> str:
     """``2026-11-30T07:08:38.123Z``: ISO 8601 in UTC with ``Z``."""
     moment = moment.astimezone(dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+# --- storable text ------------------------------------------------------------------------------
+
+#: What replaces a character that cannot be stored: U+FFFD REPLACEMENT CHARACTER.
+REPLACEMENT: Final = "\ufffd"
+
+#: A NUL (PostgreSQL's text and JSONB refuse it) or a surrogate code point (not UTF-8).
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+#: A high surrogate followed by a low one: one character that was split in two.
+_SPLIT_PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _joined(match: re.Match[str]) -> str:
+    pair = match.group()
+    return chr(0x10000 + ((ord(pair[0]) - 0xD800) << 10) + (ord(pair[1]) - 0xDC00))
+
+
+def storable_text(text: str) -> tuple[str, bool]:
+    """`text` as every database and every client can hold it: each NUL and each lone
+    surrogate replaced with `REPLACEMENT` (a high and a low surrogate side by side are joined
+    into the character they make, silently), and whether anything was replaced. Clean text
+    comes back as it is (the same object), found with one scan."""
+    if text.isascii():
+        if "\x00" not in text:
+            return text, False
+        return text.replace("\x00", REPLACEMENT), True
+    if _UNSTORABLE.search(text) is None:
+        return text, False
+    joined = _SPLIT_PAIR.sub(_joined, text)
+    cleaned = _UNSTORABLE.sub(REPLACEMENT, joined)
+    return (cleaned if cleaned != text else text), cleaned != joined
+
+
+def storable(value: T) -> tuple[T, bool]:
+    """`value` with `storable_text` applied to every string in it: a string itself, and the
+    keys and values of dicts and the items of lists and tuples at any depth; anything else is
+    kept as it is. Returns the value (`value` itself when nothing changed, else a copy of just
+    the containers that changed) and whether any character was replaced with `REPLACEMENT`.
+
+    Text from tools, MCP servers, HTTP actions and models goes through it before it is stored,
+    so no turn fails on a character its database cannot hold."""
+    return _storable(value)
+
+
+def _storable(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return _storable_dict(value)
+    if isinstance(value, list | tuple):
+        replaced = False
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            new, hit = _storable(item)
+            replaced = replaced or hit
+            if items is None and new is not item:
+                items = list(value[:index])
+            if items is not None:
+                items.append(new)
+        if items is None:
+            return value, replaced
+        return (items if isinstance(value, list) else tuple(items)), replaced
+    return value, False
+
+
+def _storable_dict(value: dict[Any, Any]) -> tuple[Any, bool]:
+    replaced = False
+    pairs: list[tuple[Any, Any]] | None = None
+    for index, (key, item) in enumerate(value.items()):
+        new_key, key_hit = storable_text(key) if isinstance(key, str) else (key, False)
+        new_item, item_hit = _storable(item)
+        replaced = replaced or key_hit or item_hit
+        if pairs is None and (new_key is not key or new_item is not item):
+            pairs = list(value.items())[:index]
+        if pairs is not None:
+            pairs.append((new_key, new_item))
+    return (value if pairs is None else dict(pairs)), replaced

@@ -226,8 +226,12 @@ class ActionCalls:
             await self.store.confirmations.mark_stale(str(confirmation_id), reason="expired")
 
     def _result(self, binding: ActionBinding, result: ActionResult) -> ActionStep:
+        from .tools import storable_result  # (kept inside while the module's imports settle)
+
         hidden = sensitive_fields(binding.action_set, binding.tool.name)
-        return ActionStep(result=redact(result.to_tool_result(), hidden), is_error=not result.ok)
+        # The API's text is made storable; a result that had to change says so in ``note``.
+        shown = storable_result(redact(result.to_tool_result(), hidden), as_field=True)
+        return ActionStep(result=shown, is_error=not result.ok)
 
     def _digest(
         self,

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict, TypeVar, Unpack, overload
 
+from .._util import storable, storable_text
 from ..errors import ConfigError, HandrailError
 from ..policy import SafetyClass, ToolHints, classify
 from .tool_arguments import check_arguments
@@ -38,6 +39,7 @@ from .tool_schemas import (
 __all__ = [
     "INSTRUCTIONS_MAX_CHARS",
     "TOOL_NAME_PATTERN",
+    "UNSTORABLE_NOTE",
     "InvalidArguments",
     "Tool",
     "ToolError",
@@ -49,6 +51,7 @@ __all__ = [
     "check_arguments",
     "input_schema_from_function",
     "invalid_arguments_text",
+    "storable_result",
     "tool",
 ]
 
@@ -60,6 +63,36 @@ TOOL_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: Connection instructions are trimmed and 1-2000 characters ("connection-instructions").
 INSTRUCTIONS_MAX_CHARS: Final = 2000
 _MARK: Final = "__handrail_tool__"
+
+#: What a result says when some of its characters could not be stored (`storable_result`).
+UNSTORABLE_NOTE: Final = (
+    "Some characters of this result could not be stored (NUL or unpaired surrogates) and were "
+    "replaced with U+FFFD."
+)
+
+
+def storable_result(result: Any, *, as_field: bool = False) -> Any:
+    """A result from a tool, an MCP server or an HTTP action, made storable before it is
+    stored or shown: returned as it is when clean; otherwise every NUL and lone surrogate in it
+    (strings, keys, at any depth) becomes U+FFFD and the result says so with `UNSTORABLE_NOTE`:
+
+    - text gets the note after it, in parentheses, on a line of its own;
+    - any other value becomes ``{"result": <the value>, "note": UNSTORABLE_NOTE}``;
+    - with `as_field`, a JSON object gets the note as its ``note`` field instead (for results
+      whose fields handrail makes itself, such as an HTTP action's ``{status, ...}``).
+    """
+    cleaned, replaced = storable(result)
+    if not replaced:
+        return cleaned
+    if isinstance(cleaned, str):
+        return _noted_text(cleaned)
+    if as_field and isinstance(cleaned, dict):
+        return {**cleaned, "note": UNSTORABLE_NOTE}
+    return {"result": cleaned, "note": UNSTORABLE_NOTE}
+
+
+def _noted_text(text: str) -> str:
+    return f"{text}\n\n({UNSTORABLE_NOTE})"
 
 
 class ToolSignal(HandrailError):
@@ -226,24 +259,34 @@ class Tool:
         """Check the arguments (`InvalidArguments` when they do not fit), convert them to the
         parameter types (dataclasses, enums), and call the function: a sync one in a worker
         thread, so a slow tool does not block the event loop; an async one awaited. The result
-        comes back JSON-ready: dataclasses as objects, enums as their values, tuples as
-        arrays. A `ToolError` raised by the function passes through."""
-        errors = self.check(arguments)
-        if errors:
-            raise InvalidArguments(self.name, errors)
-        kwargs = self._binder.bind(self.name, arguments)
-        if self._binder.is_async:
-            result = await self.function(**kwargs)
-        else:
-            result = await asyncio.to_thread(self.function, **kwargs)
-            if inspect.isawaitable(result):
-                result = await result
+        comes back JSON-ready (dataclasses as objects, enums as their values, tuples as
+        arrays) and storable (`storable_result`: NUL and lone surrogates replaced, with a note).
+        A `ToolError` raised by the function passes through, its message made storable too."""
+        try:
+            result = await self._call(arguments)
+        except ToolError as exc:
+            message, replaced = storable_text(str(exc))
+            if replaced:
+                exc.args = (_noted_text(message),)
+            raise
         if self.is_skill and not isinstance(result, str):
             raise ConfigError(
                 f"skill {self.name!r} returned {type(result).__name__}; a skill returns its "
                 "guidance as text"
             )
-        return to_json(result)
+        return storable_result(to_json(result))
+
+    async def _call(self, arguments: Mapping[str, Any]) -> Any:
+        errors = self.check(arguments)
+        if errors:
+            raise InvalidArguments(self.name, errors)
+        kwargs = self._binder.bind(self.name, arguments)
+        if self._binder.is_async:
+            return await self.function(**kwargs)
+        result = await asyncio.to_thread(self.function, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 def _check_skill(name: str, hints: ToolHints) -> None:

@@ -22,6 +22,7 @@ from .base import (
     TextDelta,
     ToolCallPart,
     ToolSpec,
+    storable_stream,
 )
 from .scripted import ScriptedModel
 
@@ -46,6 +47,7 @@ __all__ = [
     "ToolSpec",
     "model_from_env",
     "model_from_name",
+    "storable_stream",
 ]
 
 MODEL_ENV_VAR: Final = "HANDRAIL_MODEL"

@@ -53,7 +53,16 @@ from ._convert import (
     sdk_error,
     tool_result_text,
 )
-from .base import ModelError, ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallPart, ToolSpec
+from .base import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    StepEnd,
+    TextDelta,
+    ToolCallPart,
+    ToolSpec,
+    storable_stream,
+)
 
 if TYPE_CHECKING:
     from anthropic.types import MessageParam, RawMessageStreamEvent, ToolParam
@@ -215,6 +224,7 @@ class AnthropicModel:
         if self._owns_client:
             await self._client.close()
 
+    @storable_stream
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one step. Raises `ModelError` when the call or the stream fails."""
         extra: dict[str, Any] = dict(self._options)

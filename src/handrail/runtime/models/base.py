@@ -3,16 +3,24 @@
 Given a system prompt, the messages so far and the tools on offer, a model streams one step:
 text deltas as they come, then the tool calls it made (each complete, with parsed arguments).
 The runtime runs the tools and calls the model again for the next step.
+
+Every adapter's ``stream`` is wrapped with `storable_stream`, so what a model sends is storable
+before the runtime sees it: NUL and lone surrogates in text deltas, tool call ids, names and
+arguments become U+FFFD (`handrail._util.storable`). A model of your own should do the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import functools
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
+from ..._util import REPLACEMENT, storable, storable_text
 from ...errors import HandrailError
 from ..messages import Message, ToolCall
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,3 +85,79 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one step. Raises `ModelError` when the call fails."""
         ...
+
+
+# --- storable output --------------------------------------------------------------------------
+
+
+def _is_high_surrogate(char: str) -> bool:
+    return "\ud800" <= char <= "\udbff"
+
+
+async def storable_events(events: AsyncIterator[ModelEvent]) -> AsyncIterator[ModelEvent]:
+    """`events` with every NUL and lone surrogate replaced by U+FFFD: in text deltas, and in
+    tool calls' ids, names and arguments (keys and values). Clean events pass as they are. A
+    delta that ends in half of a surrogate pair waits for the next one, which may hold the
+    other half. Closing this closes `events`."""
+    held = ""  # a high surrogate that ended the last delta
+    try:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                text = held + event.text
+                held = ""
+                if text and _is_high_surrogate(text[-1]):
+                    held, text = text[-1], text[:-1]
+                cleaned, _ = storable_text(text)
+                if cleaned == event.text:
+                    yield event
+                elif cleaned:
+                    yield TextDelta(text=cleaned)
+                continue
+            if held:
+                yield TextDelta(text=REPLACEMENT)
+                held = ""
+            if isinstance(event, ToolCallPart):
+                yield _storable_call(event)
+            elif isinstance(event, StepEnd) and event.finish_reason is not None:
+                reason, _ = storable_text(event.finish_reason)
+                yield (
+                    event
+                    if reason is event.finish_reason
+                    else StepEnd(finish_reason=reason, usage=event.usage)
+                )
+            else:
+                yield event
+        if held:
+            yield TextDelta(text=REPLACEMENT)
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _storable_call(event: ToolCallPart) -> ToolCallPart:
+    call = event.call
+    call_id, _ = storable_text(call.id)
+    name, _ = storable_text(call.name)
+    arguments, _ = storable(call.arguments)
+    if call_id is call.id and name is call.name and arguments is call.arguments:
+        return event
+    return ToolCallPart(call=ToolCall(id=call_id, name=name, arguments=arguments))
+
+
+def storable_stream(
+    stream: Callable[[S, ModelRequest], AsyncIterator[ModelEvent]],
+) -> Callable[[S, ModelRequest], AsyncIterator[ModelEvent]]:
+    """Decorates a model's ``stream`` method so that what it streams is storable
+    (`storable_events`). Every adapter of handrail's uses it::
+
+        class MyModel:
+            @storable_stream
+            async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+    """
+
+    @functools.wraps(stream)
+    def wrapper(self: S, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        return storable_events(stream(self, request))
+
+    return wrapper

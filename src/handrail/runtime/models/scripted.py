@@ -49,7 +49,15 @@ from typing import Any, Final
 
 from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from ._convert import compact_json
-from .base import ModelError, ModelEvent, ModelRequest, StepEnd, TextDelta, ToolCallPart
+from .base import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    StepEnd,
+    TextDelta,
+    ToolCallPart,
+    storable_stream,
+)
 
 __all__ = ["ScriptedModel"]
 
@@ -152,6 +160,7 @@ class ScriptedModel:
     def __repr__(self) -> str:
         return f"ScriptedModel(playbook={len(self._playbook)} prompts)"
 
+    @storable_stream
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one step by the rules above. Raises `ModelError` for ``fail``,
         ``fail-after-text``, and a history that does not end with a user message or tool
