@@ -21,12 +21,10 @@ from ..runtime.events import Event
 from ..runtime.turn import Principal, Turn
 from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
+from .body_check import body_check
 from .openapi import body, problems, ref
 
 __all__ = ["EventStreamResponse", "add_chat_routes", "sse_line"]
-
-
-PROMPT_FIELDS: Final = ("prompt", "historyId", "askResponse", "surface", "attachments", "agent")
 
 
 class EventStreamResponse(StreamingResponse):
@@ -71,76 +69,93 @@ async def _asks_on_for(request: Request, data: dict[str, Any]) -> bool:
     return agent is None or agent.asks is not None
 
 
+#: The spec's titles ("Error responses") for the ways a prompt body breaks the published
+#: ``PromptRequest`` schema, in the order they are reported: the first that applies wins.
+#: Each entry: (path, keywords or None for any), title, detail.
+PROMPT_PROBLEMS: Final[tuple[tuple[str, frozenset[str] | None, str, str], ...]] = (
+    (
+        "prompt",
+        frozenset({"oneOf"}),
+        "prompt is required",
+        "Send prompt, or askResponse with historyId.",
+    ),
+    (
+        "askResponse",
+        frozenset({"oneOf.several"}),
+        "Send either prompt or askResponse, not both",
+        "A new message cancels the pending ask; an answer answers it. Send one of them.",
+    ),
+    ("prompt", None, "prompt is required", "Send a non-empty prompt."),
+    (
+        "askResponse",
+        None,
+        "askResponse must be an object",
+        'Send askResponse as {"toolCallId", "action", "content"?, "reason"?}.',
+    ),
+    (
+        "askResponse.toolCallId",
+        None,
+        "askResponse.toolCallId is required",
+        "Name the pending ask's toolCallId in askResponse.",
+    ),
+    (
+        "attachments",
+        frozenset({"dependentSchemas"}),
+        "attachments cannot be sent with askResponse",
+        "Send files in the answer of a files ask, not as attachments.",
+    ),
+    (
+        "historyId",
+        frozenset({"dependentRequired"}),
+        "historyId is required with askResponse",
+        "Name the history whose pending ask this answers.",
+    ),
+    (
+        "attachments",
+        None,
+        "attachments are not supported",
+        "This server does not take attachments with a prompt. Ask for files with a files "
+        "ask instead.",
+    ),
+    (
+        "surface",
+        None,
+        "surface is not a known surface",
+        f"surface must be one of {', '.join(ASK_SURFACES)}.",
+    ),
+)
+
+
+def _validation_failed(fields: dict[str, str], detail: str) -> BadRequest:
+    return BadRequest("Validation failed", detail, code="body-validation-failed", fields=fields)
+
+
 async def _checked_body(request: Request, principal: Principal) -> dict[str, Any]:
+    """The body, checked once by the published ``PromptRequest`` schema (`body_check`), each
+    violation shown with its title of the spec's table."""
     data = await read_json(request, files_answer=FilesAnswer(principal.user_id))
     if data is NO_BODY:
         data = {}
+    check = body_check("PromptRequest", tuple(sorted(runtime_of(request).agents)))
+    violations = check.violations(data)
     if not isinstance(data, dict):
         raise BadRequest("Invalid JSON", "The body must be a JSON object.")
-    unknown = [key for key in data if key not in PROMPT_FIELDS]
+    unknown = {v.path: v.message for v in violations if v.keyword == "additionalProperties"}
     if unknown:
-        raise BadRequest(
-            "Validation failed",
-            "The body has fields this route does not take. See fields.",
-            code="body-validation-failed",
-            fields={
-                key: "is not a field; the fields are " + ", ".join(PROMPT_FIELDS) for key in unknown
-            },
+        raise _validation_failed(
+            unknown, "The body has fields this route does not take. See fields."
         )
-    for key in ("historyId", "agent"):
-        if _given(data, key) and not isinstance(data[key], str):
-            raise BadRequest(
-                "Validation failed",
-                f"{key} must be a string.",
-                code="body-validation-failed",
-                fields={key: "must be a string"},
-            )
+    for v in violations:
+        if v.path in ("historyId", "agent") and v.keyword == "type":
+            raise _validation_failed({v.path: "must be a string"}, f"{v.path} must be a string.")
     if _given(data, "askResponse") and not await _asks_on_for(request, data):
+        # With asks off, an answer is ignored and a prompt is required, as the spec says.
         data = {key: value for key, value in data.items() if key != "askResponse"}
-    has_prompt = _given(data, "prompt")
-    has_answer = _given(data, "askResponse")
-    if not has_prompt and not has_answer:
-        raise BadRequest("prompt is required", "Send prompt, or askResponse with historyId.")
-    if has_prompt and has_answer:
-        raise BadRequest(
-            "Send either prompt or askResponse, not both",
-            "A new message cancels the pending ask; an answer answers it. Send one of them.",
-        )
-    attachments = data.get("attachments")
-    if has_answer:
-        answer = data["askResponse"]
-        if not isinstance(answer, dict):
-            raise BadRequest(
-                "askResponse must be an object",
-                'Send askResponse as {"toolCallId", "action", "content"?, "reason"?}.',
-            )
-        tool_call_id = answer.get("toolCallId")
-        if not isinstance(tool_call_id, str) or not tool_call_id:
-            raise BadRequest(
-                "askResponse.toolCallId is required",
-                "Name the pending ask's toolCallId in askResponse.",
-            )
-        if attachments is not None:
-            raise BadRequest(
-                "attachments cannot be sent with askResponse",
-                "Send files in the answer of a files ask, not as attachments.",
-            )
-        if not _given(data, "historyId"):
-            raise BadRequest(
-                "historyId is required with askResponse",
-                "Name the history whose pending ask this answers.",
-            )
-    elif attachments is not None and attachments != []:
-        raise BadRequest(
-            "attachments are not supported",
-            "This server does not take attachments with a prompt. Ask for files with a files "
-            "ask instead.",
-        )
-    if "surface" in data and data["surface"] not in ASK_SURFACES:
-        raise BadRequest(
-            "surface is not a known surface",
-            f"surface must be one of {', '.join(ASK_SURFACES)}.",
-        )
+        violations = check.violations(data)
+    for path, keywords, title, detail in PROMPT_PROBLEMS:
+        for v in violations:
+            if v.path == path and (keywords is None or v.keyword in keywords):
+                raise BadRequest(title, detail)
     return data
 
 

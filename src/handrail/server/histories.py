@@ -12,12 +12,12 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..asks import ASK_SURFACES
 from ..errors import BadRequest, DomainError, NotOwner, ProblemError
 from ..runtime.turn import Principal, Turn
 from ..store.records import History
 from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
+from .body_check import body_check
 from .openapi import body, json_ok, problems, ref
 from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
 from .problems import HEADLESS_PROBLEMS, forbidden, not_found, ok, problem_for
@@ -28,9 +28,6 @@ __all__ = ["add_history_routes"]
 HistoryId = Annotated[str, Path(alias="id", description="The history's id.")]
 
 TITLE_MAX: Final = 200
-#: Fields of a history that a create or update body may carry but that only the server sets.
-READ_ONLY_FIELDS: Final = frozenset({"id", "userId", "created", "updated", "pendingAsk", "rows"})
-TURN_FIELDS: Final = ("prompt", "askResponse", "toolCallId", "buttonId", "surface")
 NOT_AUTHORIZED: Final = "Not authorized to access this history"
 NOT_FOUND_CODE: Final = "document-not-found"
 TURN_CODE: Final = "action-body-validation-failed"
@@ -84,40 +81,24 @@ def _invalid(fields: dict[str, str], code: str = "body-validation-failed") -> Ba
 
 
 async def _history_body(request: Request, *, create: bool) -> dict[str, Any]:
-    """``{title?, agent?}`` (agent only on create). Read-only fields are dropped; any other
-    field is a 400."""
+    """``{title?, agent?}`` (agent only on create), checked by the published ``HistoryCreate``
+    or ``HistoryUpdate`` schema. Read-only fields are dropped; any other field is a 400. An
+    agent that is not one of the agents is left to the runtime (``Unknown agent``)."""
     data = await read_json(request, invalid=lambda message: _invalid({"body": message}))
     if data is NO_BODY:
         return {}
-    if not isinstance(data, dict):
-        raise _invalid({"body": "must be a JSON object"})
-    allowed = ("title", "agent") if create else ("title",)
-    fields: dict[str, str] = {}
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key in READ_ONLY_FIELDS:
-            continue
-        if key not in allowed:
-            fields[key] = (
-                "is not a field you can set; the fields are " + ", ".join(allowed)
-                if not (key == "agent" and not create)
-                else "cannot be changed after the history is created"
-            )
-            continue
-        if key == "title":
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                fields[key] = "must be a non-empty string, or null to clear it"
-            elif isinstance(value, str) and len(value) > TITLE_MAX:
-                fields[key] = f"must be at most {TITLE_MAX} characters"
-            else:
-                out[key] = value.strip() if isinstance(value, str) else None
-        elif key == "agent":
-            if not isinstance(value, str) or not value:
-                fields[key] = "must be the name of an agent"
-            else:
-                out[key] = value
+    agents = tuple(sorted(runtime_of(request).agents))
+    check = body_check("HistoryCreate" if create else "HistoryUpdate", agents)
+    fields = {
+        v.path: v.message
+        for v in check.violations(data)
+        if not (v.path == "agent" and v.keyword == "enum")
+    }
     if fields:
-        raise _invalid(fields)
+        raise _invalid(dict(sorted(fields.items())))
+    out: dict[str, Any] = check.clean(data)
+    if isinstance(out.get("title"), str):
+        out["title"] = out["title"].strip()
     return out
 
 
@@ -197,60 +178,15 @@ async def delete_history(
 
 def _turn_body(data: Any) -> dict[str, Any]:
     """Exactly one of ``{prompt}``, ``{askResponse}`` or ``{toolCallId, buttonId}``, plus an
-    optional ``surface``; anything else is 400 ``Validation failed`` with ``fields``."""
-    if data is NO_BODY or not isinstance(data, dict):
-        raise _invalid(
-            {"body": "must be a JSON object with prompt, askResponse, or toolCallId and buttonId"},
-            TURN_CODE,
-        )
-    fields: dict[str, str] = {}
-    for key in data:
-        if key not in TURN_FIELDS:
-            fields[key] = "is not a field of the turn body; the fields are " + ", ".join(
-                TURN_FIELDS
-            )
-    if "surface" in data and data["surface"] not in ASK_SURFACES:
-        fields["surface"] = "must be one of " + ", ".join(ASK_SURFACES)
-    shapes = [
-        name
-        for name, present in (
-            ("prompt", "prompt" in data),
-            ("askResponse", "askResponse" in data),
-            ("button", "toolCallId" in data or "buttonId" in data),
-        )
-        if present
-    ]
-    one_of = "send exactly one of prompt, askResponse, or toolCallId with buttonId"
-    if not shapes:
-        fields.setdefault("prompt", f"is required: {one_of}")
-    elif len(shapes) > 1:
-        for name in shapes:
-            key = "toolCallId" if name == "button" else name
-            fields.setdefault(key, one_of)
-    if "prompt" in data:
-        prompt = data["prompt"]
-        if not isinstance(prompt, str) or not prompt.strip():
-            fields.setdefault("prompt", "must be a non-empty string")
-    if "askResponse" in data:
-        answer = data["askResponse"]
-        if not isinstance(answer, dict):
-            fields.setdefault("askResponse", "must be an object")
-        elif not isinstance(answer.get("toolCallId"), str) or not answer["toolCallId"]:
-            fields.setdefault("askResponse.toolCallId", "is required: the pending ask's id")
-    if "toolCallId" in data or "buttonId" in data:
-        for key in ("toolCallId", "buttonId"):
-            value = data.get(key)
-            if key not in data:
-                fields.setdefault(key, "is required with " + _other(key))
-            elif not isinstance(value, str) or not value:
-                fields.setdefault(key, "must be a non-empty string")
+    optional ``surface``, as the published ``TurnRequest`` schema says; anything else is 400
+    ``Validation failed`` with ``fields``."""
+    if data is NO_BODY:
+        data = None
+    fields = body_check("TurnRequest").field_errors(data)
     if fields:
-        raise _invalid(dict(sorted(fields.items())), TURN_CODE)
+        raise _invalid(fields, TURN_CODE)
+    assert isinstance(data, dict)
     return data
-
-
-def _other(key: str) -> str:
-    return "buttonId" if key == "toolCallId" else "toolCallId"
 
 
 def _headless_problem(exc: DomainError, principal: Principal) -> ProblemError:

@@ -10,7 +10,8 @@ document and the files clients generate code from never disagree. ``pendingAsk``
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from fastapi import FastAPI
@@ -372,6 +373,29 @@ def _uploaded_file() -> JsonSchema:
         },
         "required": ["id", "filename", "mimeType", "size"],
     }
+
+
+#: The request bodies a route checks with the schema the document publishes for it.
+CHECKED_BODIES: Final = ("HistoryCreate", "HistoryUpdate", "PromptRequest", "TurnRequest")
+
+
+def _inline(schema: Any, components: Mapping[str, JsonSchema]) -> Any:
+    """`schema` with every ``#/components/schemas/...`` reference replaced by its schema."""
+    if isinstance(schema, dict):
+        target = schema.get("$ref")
+        if isinstance(target, str) and target.startswith("#/components/schemas/"):
+            return _inline(components[target.rsplit("/", 1)[1]], components)
+        return {k: _inline(v, components) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_inline(v, components) for v in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=16)
+def body_schemas(agents: tuple[str, ...] = ()) -> Mapping[str, JsonSchema]:
+    """The published schemas of the checked request bodies, references inlined."""
+    components = component_schemas(agents)
+    return {name: _inline(components[name], components) for name in CHECKED_BODIES}
 
 
 def component_schemas(agents: Sequence[str] = ()) -> dict[str, JsonSchema]:
