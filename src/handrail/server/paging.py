@@ -50,6 +50,8 @@ __all__ = [
     "paged_response",
 ]
 
+T = TypeVar("T")
+
 #: Items per page when the request has no ``limit``.
 DEFAULT_LIMIT: Final = 50
 
@@ -63,11 +65,8 @@ CURSOR_VERSION: Final = 1
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _ID: Final = re.compile(r"[0-9a-f]{24}")
 _LIMIT_MESSAGE: Final = (
-    f"must be a whole number from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); "
-    "send a smaller limit, or leave it out"
+    f"must be a whole number from 1 to {MAX_LIMIT}; leave it out for pages of {DEFAULT_LIMIT}"
 )
-T = TypeVar("T")
-
 _CURSOR_FIX: Final = (
     "Leave cursor out to start at the newest item, then follow the URL in the Link header "
     '(rel="next") of each page.'
