@@ -134,6 +134,10 @@ async def test_every_json_route_has_the_small_cap(
     answer = problem(response, 413)
     assert answer["title"] == "Request body too large"
     assert f"larger than {CAP} bytes" in answer["detail"]
+    if path in ("/prompt", "/histories/{h}/turn"):  # the routes a files answer comes to
+        assert "Upload large files with POST /files/upload" in answer["detail"]
+    else:
+        assert answer["detail"] == f"The body is larger than {CAP} bytes. Send a smaller body."
     assert await db_state(api) == before
 
 
@@ -274,4 +278,5 @@ async def test_a_files_answer_over_the_large_cap_is_413_with_that_limit(api: Api
         response = await send_raw(api, "POST", path, sent)
         answer = problem(response, 413)
         assert f"larger than {FILES_CAP} bytes" in answer["detail"], path
+        assert "answer with their fileId" in answer["detail"]
     assert await db_state(api) == before

@@ -222,17 +222,17 @@ def _too_deep_message() -> str:
 
 
 def _too_large(cap: int, files_answer: FilesAnswer | None, larger: int) -> PayloadTooLarge:
-    more = ""
-    if files_answer is not None and larger > cap:
-        more = (
-            f" Only the answer to a pending files ask may be larger (up to {larger} bytes, for "
-            "its data URLs)."
-        )
-    return PayloadTooLarge(
-        "Request body too large",
-        f"The body is larger than {cap} bytes.{more} Upload large files with POST "
-        "/files/upload and answer with their fileId.",
-    )
+    detail = f"The body is larger than {cap} bytes."
+    if files_answer is None:
+        detail += " Send a smaller body."
+    else:
+        if larger > cap:
+            detail += (
+                f" Only the answer to a pending files ask may be larger (up to {larger} bytes, "
+                "for its data URLs)."
+            )
+        detail += " Upload large files with POST /files/upload and answer with their fileId."
+    return PayloadTooLarge("Request body too large", detail)
 
 
 # --- text a database can hold ----------------------------------------------------------------
