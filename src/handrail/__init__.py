@@ -4,25 +4,40 @@ The core nouns are here; specialist pieces stay in their subpackages (`handrail.
 ask protocol, `handrail.store`, `handrail.runtime.models`, `handrail.server`).
 """
 
-from .errors import ConfigError, HandrailError, ProblemError
-from .runtime.agent import Agent, AsksOptions, Tool, ToolError
-from .runtime.runtime import Runtime
-from .runtime.turn import Principal, Turn, TurnResult
+from ._version import __version__
+from .asks import PendingAsk
+from .errors import ConfigError, DomainError, HandrailError, ProblemError
+from .runtime import (
+    Agent,
+    AsksOptions,
+    Gate,
+    GateRequired,
+    Principal,
+    Runtime,
+    Tool,
+    ToolError,
+    ToolSet,
+    Turn,
+    TurnResult,
+)
 from .store import Store
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Agent",
     "AsksOptions",
     "ConfigError",
+    "DomainError",
+    "Gate",
+    "GateRequired",
     "HandrailError",
+    "PendingAsk",
     "Principal",
     "ProblemError",
     "Runtime",
     "Store",
     "Tool",
     "ToolError",
+    "ToolSet",
     "Turn",
     "TurnResult",
     "__version__",

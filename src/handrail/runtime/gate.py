@@ -30,10 +30,11 @@ from ..asks import (
     to_simple_card,
     validate_ask_response,
 )
-from ..errors import ConfigError, HandrailError
+from ..errors import ConfigError
 from ..policy import GrantScope
 from .messages import FilePart, ToolCall
 from .rows import Row, result_row
+from .tools import ToolSignal
 
 if TYPE_CHECKING:
     from .steps import StepRunner, TurnRun
@@ -74,7 +75,7 @@ class Answer:
         return str(self.envelope["action"])
 
 
-class GateRequired(HandrailError):
+class GateRequired(ToolSignal):
     """Raised by tool code to pause the turn on the gate registered as `origin`: the gate
     holds the call, and its `resolve` decides what the model gets once the person answers.
 

@@ -9,10 +9,10 @@ not blank), ``enum``, ``const``, ``maxItems``, ``properties``, ``required``,
 ``oneOf`` of object schemas inside (checked for what every branch shares). Rules JSON Schema
 cannot state are declared beside it as `shapes` (exactly one group of fields).
 
-A group sent with none of its peers is ``oneOf``; more than one group is ``oneOf.several``
-(on each group's first field). A check returns `Violation`s in a fixed order (the body's own type, unknown fields, each
+A check returns `Violation`s in a fixed order (the body's own type, unknown fields, each
 property in the schema's order, then the top-level rules), each with the field's dotted path,
-the keyword that failed and a message for the person who sent it. Routes turn them into the
+the keyword that failed and a message for the person who sent it. No group sent is ``oneOf``;
+more than one is ``oneOf.several`` (on each group's first field). Routes turn them into the
 problem of their spec table. Checking a valid body is a handful of dictionary look-ups.
 """
 

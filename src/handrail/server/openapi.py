@@ -17,7 +17,7 @@ from typing import Any, Final
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from .. import __version__
+from .._version import __version__
 from ..asks import ASK_KINDS, ASK_SURFACES, ask_json_schemas
 from .auth import BEARER_SCHEME
 
