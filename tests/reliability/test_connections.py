@@ -243,6 +243,27 @@ async def test_a_body_that_keeps_arriving_is_not_cut(server: Served) -> None:
     assert status_of(response) == 201, response[:300]
 
 
+async def test_keep_alive_and_pipelined_requests_are_served(server: Served) -> None:
+    """The guards time each request, not the connection: a connection that keeps asking is
+    answered every time, and two requests sent at once are both answered."""
+    request = b"GET /api/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+    reader, writer = await connect(server)
+    for _ in range(3):  # three requests over 3 x 0.6 s, longer than header_timeout
+        writer.write(request + b"\r\n\r\n")
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert status_of(head) == 200
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        await asyncio.sleep(0.6)
+    writer.write((request + b"\r\n\r\n") + (request + b"\r\nConnection: close\r\n\r\n"))
+    await writer.drain()
+    both = await read_until_closed(reader, SLACK)
+    writer.close()
+    assert both.count(b"HTTP/1.1 200 OK") == 2
+    assert b"408" not in both.split(b"\r\n\r\n")[0]
+
+
 async def test_headers_over_the_cap_get_431(server: Served) -> None:
     # In one write: the whole head arrives in one read, counted header by header.
     many = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"v" * 100) for i in range(100))

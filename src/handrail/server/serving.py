@@ -94,13 +94,16 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._timer: asyncio.TimerHandle | None = None
         #: What the connection waits for: a request's head, its body, or nothing (the app has
         #: the whole request and answers it).
         self._waiting: Literal["head", "body"] | None = None
+        #: When the wait ends (a body's is later by a second per `BODY_BYTES_PER_SECOND`
+        #: received). One timer per connection checks it, and is only moved earlier: under
+        #: load it fires once per timeout, not twice per request.
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._head_bytes = 0  # bytes received while the head was not complete
-        self._header_bytes = 0  # the URL and header names and values parsed so far
-        self._body_started = 0.0
         self._body_bytes = 0
         self._refused = False
 
@@ -118,7 +121,9 @@ class GuardedProtocol(HttpToolsProtocol):
         self._wait_for_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_timer()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -146,32 +151,20 @@ class GuardedProtocol(HttpToolsProtocol):
     # --- the parser's callbacks -------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self._waiting != "head":
-            self._wait_for_head()
+        if self._waiting != "head" and not self._refused:
+            self._wait_for_head()  # a pipelined request: its head starts now
         super().on_message_begin()
-
-    def on_url(self, url: bytes) -> None:
-        if self._refused:
-            return
-        self._header_bytes += len(url)
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._refused:
-            return
-        self._header_bytes += len(name) + len(value)
-        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         if self._refused:
             return
-        if self._header_bytes > self.limits.max_header_bytes:
+        size = len(self.url) + sum(len(name) + len(value) for name, value in self.headers)
+        if size > self.limits.max_header_bytes:
             self._refuse_head_size()
             return
         self._waiting = "body"
-        self._body_started = self.loop.time()
         self._body_bytes = 0
-        self._arm(self.limits.body_timeout)
+        self._wait_until(self.loop.time() + self.limits.body_timeout)
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
@@ -183,8 +176,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         if self._refused:
             return
-        self._waiting = None
-        self._cancel_timer()
+        self._waiting = None  # the timer, when it fires, finds nothing to wait for
         super().on_message_complete()
         if self.cycle is not None and self.cycle.response_complete:
             self._wait_for_head()
@@ -194,17 +186,18 @@ class GuardedProtocol(HttpToolsProtocol):
     def _wait_for_head(self) -> None:
         self._waiting = "head"
         self._head_bytes = 0
-        self._header_bytes = 0
-        self._arm(self.limits.header_timeout)
+        self._wait_until(self.loop.time() + self.limits.header_timeout)
 
-    def _arm(self, delay: float) -> None:
-        self._cancel_timer()
-        self._timer = self.loop.call_later(delay, self._on_timer)
+    def _wait_until(self, deadline: float) -> None:
+        self._deadline = deadline
+        if self._timer is None or self._timer_at > deadline:
+            self._arm_at(deadline)
 
-    def _cancel_timer(self) -> None:
+    def _arm_at(self, when: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+        self._timer_at = when
+        self._timer = self.loop.call_at(when, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -214,35 +207,31 @@ class GuardedProtocol(HttpToolsProtocol):
         if self.flow.read_paused:
             # The server stopped reading (the route is busy, or a pipelined request waits):
             # the client cannot send, so this time is not the client's.
-            timeout = self.limits.header_timeout if head else self.limits.body_timeout
-            self._body_started += timeout
-            self._arm(timeout)
+            self._deadline += self.limits.header_timeout if head else self.limits.body_timeout
+        deadline = self._deadline
+        if not head:
+            deadline += self._body_bytes / BODY_BYTES_PER_SECOND
+        if self.loop.time() < deadline:
+            self._arm_at(deadline)
             return
-        if head:
-            if self._head_bytes == 0:
-                # Nothing of a request arrived: close as uvicorn closes an idle connection.
-                self._refused = True
-                self._waiting = None
-                self.transport.close()
-                return
+        if not head:
+            self._refuse(
+                408,
+                f"The request body did not arrive in time ({self.limits.body_timeout:g} "
+                f"seconds, plus one for each {BODY_BYTES_PER_SECOND} bytes received). Send it "
+                "at once, or upload large files with POST /files/upload.",
+            )
+        elif self._head_bytes == 0:
+            # Nothing of a request arrived: close as uvicorn closes an idle connection.
+            self._refused = True
+            self._waiting = None
+            self.transport.close()
+        else:
             self._refuse(
                 408,
                 f"The request's line and headers did not arrive within "
                 f"{self.limits.header_timeout:g} seconds. Send them at once.",
             )
-            return
-        deadline = (
-            self._body_started + self.limits.body_timeout + self._body_bytes / BODY_BYTES_PER_SECOND
-        )
-        if self.loop.time() < deadline:
-            self._timer = self.loop.call_at(deadline, self._on_timer)
-            return
-        self._refuse(
-            408,
-            f"The request body did not arrive in time ({self.limits.body_timeout:g} seconds, "
-            f"plus one for each {BODY_BYTES_PER_SECOND} bytes received). Send it at once, "
-            "or upload large files with POST /files/upload.",
-        )
 
     def _refuse_head_size(self) -> None:
         self._refuse(
@@ -266,7 +255,9 @@ class GuardedProtocol(HttpToolsProtocol):
             answered = True
         self._refused = True
         self._waiting = None
-        self._cancel_timer()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not answered and not self.transport.is_closing():
             self.transport.write(_problem_response(status, detail))
         self.transport.close()
