@@ -16,6 +16,9 @@ from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
 from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
 from handrail.store.tables import metadata
 
+#: The newest migration: `migrate` ends there.
+HEAD = "0005"
+
 TABLES = {
     "alembic_version",
     "confirmations",
@@ -25,6 +28,7 @@ TABLES = {
     "history_rows",
     "permissions",
     "requests",
+    "turn_leases",
 }
 
 
@@ -94,7 +98,7 @@ async def test_migrate_creates_the_tables_and_twice_is_a_no_op(database_url: str
         await db.migrate()
         assert await db.read(_table_names) == TABLES
         versions = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
-        assert [row[0] for row in versions] == ["0004"]
+        assert [row[0] for row in versions] == [HEAD]
 
 
 async def test_migrations_match_the_tables(database_url: str) -> None:

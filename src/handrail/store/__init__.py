@@ -32,6 +32,7 @@ from handrail.store.confirmations import (
 from handrail.store.db import DEFAULT_URL, Database, driver_url
 from handrail.store.files import FileRepo
 from handrail.store.histories import HistoryConflict, HistoryRepo, load_history
+from handrail.store.leases import LeaseRepo
 from handrail.store.permissions import GrantConflict, GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
@@ -50,6 +51,7 @@ from handrail.store.records import (
     RequestRecord,
     StoredGrantScope,
     StoredRow,
+    TurnLease,
 )
 from handrail.store.requests import RequestLog, request_record
 
@@ -79,6 +81,7 @@ __all__ = [
     "HistoryChange",
     "HistoryConflict",
     "HistoryRepo",
+    "LeaseRepo",
     "LocalBlobStore",
     "PermissionLevel",
     "PermissionRecord",
@@ -88,6 +91,7 @@ __all__ = [
     "Store",
     "StoredGrantScope",
     "StoredRow",
+    "TurnLease",
     "TurnState",
     "default_blob_dir",
     "request_record",
@@ -136,6 +140,7 @@ class Store:
         self.permissions = PermissionRepo(db)
         self.grants = GrantRepo(db)
         self.confirmations = ConfirmationRepo(db)
+        self.leases = LeaseRepo(db)
 
     @classmethod
     async def open(

@@ -20,6 +20,7 @@ from handrail._util import new_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.db import Database
+from handrail.store.leases import release_lease, write_lease
 from handrail.store.paging import Page, Position, checked_limit
 from handrail.store.prepared import Prepared
 from handrail.store.records import (
@@ -29,6 +30,7 @@ from handrail.store.records import (
     HistoryChange,
     RequestRecord,
     StoredRow,
+    TurnLease,
 )
 from handrail.store.requests import insert_request
 from handrail.store.tables import grants, histories, history_rows
@@ -397,6 +399,10 @@ def _apply(
     if row is None:
         raise _why_not_updated(connection, history_id, expected_version)
     _remove_results(connection, history_id, change.remove_results)
+    if isinstance(change.lease, TurnLease):
+        write_lease(connection, change.lease)
+    elif change.lease is None:
+        release_lease(connection, history_id)
     if appended:
         first_seq = row["next_seq"] - len(appended)
         _INSERT_ROWS.run(

@@ -76,6 +76,8 @@ class HistoryChange:
       answer).
     - `pending_ask`: the new `PendingAsk` (None clears it); `UNSET` keeps it.
     - `title`: the new title; `UNSET` keeps it.
+    - `lease`: the turn lease to hold from this change on (a `TurnLease`), None to release
+      it; `UNSET` leaves it as it is.
     """
 
     append: Sequence[dict[str, Any]] = ()
@@ -83,6 +85,19 @@ class HistoryChange:
     remove_results: Sequence[str] = ()
     pending_ask: PendingAsk | _Unset | None = UNSET
     title: str | _Unset | None = UNSET
+    lease: TurnLease | _Unset | None = UNSET
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnLease:
+    """A turn that has work to do after a committed answer or message, held by `owner` (a
+    process) until `until`. `state` is what the turn was doing, for whoever takes it over."""
+
+    history_id: str
+    owner: str
+    until: dt.datetime
+    state: dict[str, Any]
+    created: dt.datetime
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

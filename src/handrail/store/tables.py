@@ -220,3 +220,19 @@ confirmations = Table(
     Index(None, "history_id", "created"),
     Index(None, "state", "lease_until"),
 )
+
+#: The turn that has work to do after a committed answer or message: the process that runs it
+#: (`owner`) holds it until `until` and renews it with a heartbeat; when `until` passes, any
+#: live process may take the turn over. `state` says what the turn was doing (``kind``:
+#: ``answer`` or ``prompt``, the answered ask, the answer). Written and removed in the same
+#: transaction as the history change that starts and ends the turn.
+turn_leases = Table(
+    "turn_leases",
+    metadata,
+    Column("history_id", String(ID), primary_key=True),
+    Column("owner", String(NAME), nullable=False),
+    Column("until", UTCDateTime, nullable=False),
+    Column("state", JSONData, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Index(None, "until"),
+)

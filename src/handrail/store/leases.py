@@ -1,0 +1,110 @@
+"""Turn leases: who runs the rest of a turn after a committed answer or message.
+
+A lease is written in the transaction of the history change that starts the work (an answer,
+or a message that cancelled a pending ask) and removed in the transaction that ends it, so a
+history never has committed input without either a reply or a lease. The process that holds it
+renews it with `LeaseRepo.heartbeat`; once `until` passes, `LeaseRepo.claim` lets exactly one
+other process take it over (a compare-and-set on the owner and the moment it lapsed).
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.records import TurnLease
+from handrail.store.tables import turn_leases
+
+__all__ = ["LeaseRepo", "release_lease", "write_lease"]
+
+L = turn_leases.c
+
+
+class LeaseRepo:
+    """Reads, renews and takes over turn leases."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def get(self, history_id: str) -> TurnLease | None:
+        row = await self._db.read(first_row, select(turn_leases).where(L.history_id == history_id))
+        return None if row is None else _lease(row._mapping)
+
+    async def heartbeat(self, history_id: str, owner: str, until: dt.datetime) -> bool:
+        """Renew `owner`'s lease to `until`; False when it is no longer theirs (taken over or
+        released)."""
+        statement = (
+            update(turn_leases)
+            .where(L.history_id == history_id, L.owner == owner)
+            .values(until=until)
+        )
+        return bool(await self._db.write(row_count, statement))
+
+    async def lapsed(self, now: dt.datetime, *, limit: int = 20) -> builtins.list[TurnLease]:
+        """Leases whose holder stopped renewing them before `now`, oldest first."""
+        query = select(turn_leases).where(L.until < now).order_by(L.until).limit(limit)
+        return [_lease(row._mapping) for row in await self._db.read(all_rows, query)]
+
+    async def claim(
+        self, lease: TurnLease, owner: str, until: dt.datetime, now: dt.datetime
+    ) -> TurnLease | None:
+        """Take a lapsed lease over for `owner` until `until`: exactly one claimant of the same
+        lapsed lease wins; None for the others, or when it was renewed or released."""
+        statement = (
+            update(turn_leases)
+            .where(
+                L.history_id == lease.history_id,
+                L.owner == lease.owner,
+                L.until == lease.until,
+                L.until < now,
+            )
+            .values(owner=owner, until=until)
+        )
+        if not await self._db.write(row_count, statement):
+            return None
+        return TurnLease(
+            history_id=lease.history_id,
+            owner=owner,
+            until=until,
+            state=lease.state,
+            created=lease.created,
+        )
+
+    async def release(self, history_id: str, owner: str) -> bool:
+        """Drop `owner`'s lease (when the history it held is gone)."""
+        statement = delete(turn_leases).where(L.history_id == history_id, L.owner == owner)
+        return bool(await self._db.write(row_count, statement))
+
+
+def write_lease(connection: Connection, lease: TurnLease) -> None:
+    """Hold `lease` from now on, in the caller's transaction (replacing any other)."""
+    connection.execute(delete(turn_leases).where(L.history_id == lease.history_id))
+    connection.execute(
+        insert(turn_leases).values(
+            history_id=lease.history_id,
+            owner=lease.owner,
+            until=lease.until,
+            state=lease.state,
+            created=lease.created,
+        )
+    )
+
+
+def release_lease(connection: Connection, history_id: str) -> None:
+    """Remove the history's lease, in the caller's transaction."""
+    connection.execute(delete(turn_leases).where(L.history_id == history_id))
+
+
+def _lease(row: Mapping[Any, Any]) -> TurnLease:
+    return TurnLease(
+        history_id=row["history_id"],
+        owner=row["owner"],
+        until=row["until"],
+        state=dict(row["state"]),
+        created=row["created"],
+    )
