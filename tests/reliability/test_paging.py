@@ -237,7 +237,7 @@ async def test_limit_is_one_to_two_hundred_and_defaults_to_fifty(any_api: Api) -
     default = await any_api.get("/histories")
     assert len(default.json()["data"]) == 50
     assert httpx.URL(next_url(default) or "").params["limit"] == "50"
-    largest = await any_api.get("/histories?limit=200")  # over 50 items: built off the loop
+    largest = await any_api.get("/histories?limit=200")  # over 50: built in batches
     assert ids(largest.json()["data"], "id") == await expected(any_api, "histories")
     assert "link" not in largest.headers
     assert len((await any_api.get("/histories?limit=1")).json()["data"]) == 1
