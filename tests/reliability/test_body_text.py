@@ -201,3 +201,34 @@ async def test_whole_text_is_stored_as_sent(any_api: Api, text: str) -> None:
 def _history_of(response: Any) -> str:
     last = [line for line in response.text.split("\n\n") if line.strip()][-1]
     return str(json.loads(last.removeprefix("data: "))["historyId"])
+
+
+URLS = [
+    ("GET", "/histories/%00", "url.path"),
+    ("PATCH", "/histories/%00", "url.path"),
+    ("DELETE", "/histories/%00", "url.path"),
+    ("POST", "/histories/a%00b/turn", "url.path"),
+    ("GET", "/confirmations/%00", "url.path"),
+    ("DELETE", "/grants/%00", "url.path"),
+    ("PUT", "/permissions/local:a%00", "url.path"),
+    ("DELETE", "/permissions/local:a%00", "url.path"),
+    ("GET", "/histories?cursor=%00", "url.query"),
+    ("GET", "/histories/pendingAsks?limit=5%00", "url.query"),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "field"), URLS, ids=[f"{m} {u}" for m, u, _ in URLS])
+async def test_a_nul_in_the_url_is_refused_too(
+    any_api: Api, method: str, url: str, field: str
+) -> None:
+    """An id, cursor or connection id with NUL in it never reaches the database (PostgreSQL
+    refused it with a 500)."""
+    before = await db_state(any_api)
+    body = b'{"prompt": "hi"}' if method in ("POST", "PATCH", "PUT") else b""
+    response = await send_raw(any_api, method, url, body)
+    answer = problem(response, 400)
+    assert answer["code"] == "INVALID_FORMAT"
+    [error] = answer["fields"]
+    assert error["path"] == field
+    assert error["fix"].startswith("Remove %00 from the")
+    assert await db_state(any_api) == before

@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from ..runtime.runtime import Runtime
 from ..store import Store
 from .auth import Authenticator
+from .bodies import StorableUrlMiddleware
 from .chat import add_chat_routes
 from .config import ServerConfig
 from .confirmations import add_confirmation_routes
@@ -102,6 +103,7 @@ def create_app(
     add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)
     # The last added is the outermost: the request id is set before anything can fail.
+    app.add_middleware(StorableUrlMiddleware)
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(RequestIdMiddleware)
     return app
