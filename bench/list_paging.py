@@ -17,7 +17,8 @@ are compared under the same load:
   (a cursor at the middle conversation), and the first page of 200 pending asks;
 - the old unpaged route's work, the whole list read and turned into JSON (what the route did
   before it had pages), at the sizes up to ``--unpaged-max`` (10,000 by default: at 100,000 it
-  takes seconds and hundreds of MiB).
+  takes seconds and hundreds of MiB). Its rounds come after the pages' rounds, so its garbage
+  does not land on the pages' figures.
 
 Before the rounds, the script's own objects are frozen out of the garbage collector
 (``gc.freeze``), so the rows it made do not make a collection during a request dearer than in a
@@ -265,6 +266,32 @@ class Target:
         return cases
 
 
+async def run_rounds(
+    jobs: list[tuple[int, Case]], rounds: int, results: dict[tuple[str, int], Result]
+) -> None:
+    """`rounds` rounds of every job (fewer for a case with its own `Case.rounds`), the order
+    rotating and reversing between rounds."""
+    meter = StallMeter()
+    for round_no in range(rounds):
+        if not jobs:
+            return
+        shift = round_no % len(jobs)
+        order = jobs[shift:] + jobs[:shift]
+        if round_no % 2:
+            order.reverse()
+        for size, case in order:
+            wanted = case.rounds if case.rounds is not None else rounds
+            result = results.setdefault((case.name, size), Result())
+            if len(result.times_ns) >= wanted:
+                continue
+            await asyncio.sleep(0.002)  # a gap: what the last request left behind settles
+            with meter:
+                start = perf_counter_ns()
+                result.size = await case.run()
+                result.times_ns.append(perf_counter_ns() - start)
+            result.stalls_ns.append(meter.worst)
+
+
 async def main_async(args: argparse.Namespace, folder: Path) -> int:
     print(
         machine_line(
@@ -292,29 +319,19 @@ async def main_async(args: argparse.Namespace, folder: Path) -> int:
         # The script's own objects stay out of the collector's way (see the module docstring).
         gc.collect()
         gc.freeze()
-        jobs = [(target.size, case) for target in targets for case in target.cases(args)]
+        all_jobs = [(target.size, case) for target in targets for case in target.cases(args)]
         for target in targets:
             await target.verify()
-        for _, case in jobs:  # a warm-up call each
+        for _, case in all_jobs:  # a warm-up call each
             await case.run()
         results: dict[tuple[str, int], Result] = {}
-        meter = StallMeter()
-        for round_no in range(args.rounds):
-            shift = round_no % len(jobs)
-            order = jobs[shift:] + jobs[:shift]
-            if round_no % 2:
-                order.reverse()
-            for size, case in order:
-                wanted = case.rounds if case.rounds is not None else args.rounds
-                result = results.setdefault((case.name, size), Result())
-                if len(result.times_ns) >= wanted:
-                    continue
-                await asyncio.sleep(0.002)  # a gap: what the last request left behind settles
-                with meter:
-                    start = perf_counter_ns()
-                    result.size = await case.run()
-                    result.times_ns.append(perf_counter_ns() - start)
-                result.stalls_ns.append(meter.worst)
+        # The pages first, then the unpaged work, whose garbage would otherwise land on the
+        # requests after it.
+        for jobs in (
+            [job for job in all_jobs if job[1].name != UNPAGED],
+            [job for job in all_jobs if job[1].name == UNPAGED],
+        ):
+            await run_rounds(jobs, args.rounds, results)
         names = [case.name for case in targets[0].cases(args)] if targets else []
         if UNPAGED not in names:
             names.append(UNPAGED)
