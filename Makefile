@@ -33,6 +33,7 @@ typecheck:
 pytest:
 	scripts/ensure-postgres.sh
 	scripts/ensure-chromium.sh
+	scripts/ensure-mcp-servers.sh
 	$(BIN)/python -m pytest -W error
 
 schemas: venv

@@ -198,6 +198,7 @@ PACKAGES: Final = (
     "handrail.asks",
     "handrail.policy",
     "handrail.actions",
+    "handrail.connections",
     "handrail.store",
     "handrail.runtime",
     "handrail.runtime.models",

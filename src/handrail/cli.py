@@ -6,6 +6,8 @@ function that carries it out and returns the exit status. `main` parses and disp
     handrail serve              run the HTTP API (``--config handrail.yaml``)
     handrail demo               run the web UI and the demo agent, and open the browser
     handrail check FILE...      compile HTTP action-set files and print every problem
+    handrail catalog check [DIR]  check the app definitions (the shipped ones, or DIR's)
+    handrail secret-key         print a new key for HANDRAIL_SECRET_KEY
     handrail schemas            write the JSON Schema documents into handrail/asks/schemas/
     handrail schemas --check    exit 1 when a committed document is out of date
 """
@@ -285,6 +287,63 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=_run_check)
 
 
+def _run_catalog_check(args: argparse.Namespace) -> int:
+    from .connections.catalog import CATALOG_DIR, load_folder
+
+    folders: list[Path] = list(args.dirs) or [CATALOG_DIR]
+    status = 0
+    for folder in folders:
+        definitions, problems = load_folder(folder)
+        for problem in problems:
+            print(problem)
+            status = 1
+        for definition in definitions:
+            print(f"OK {definition.file}: {definition.slug} ({definition.kind})")
+        if not problems and not definitions:
+            print(f"{folder}: no app definitions (<slug>.yaml files)")
+    return status
+
+
+def _add_catalog(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "catalog",
+        help="check the catalog of app definitions",
+        description="Work with the catalog of app definitions (the apps connections are made "
+        "from).",
+    )
+    sub = parser.add_subparsers(title="commands", metavar="<command>")
+    check = sub.add_parser(
+        "check",
+        help="check every app definition and print each problem",
+        description=(
+            "Check every app definition (<slug>.yaml) of each DIR (default: the shipped "
+            "catalog) as the server does at start-up. Prints 'OK <file>: <slug> (<kind>)', or "
+            "each problem as '<file>:<line>: <path>: <what is wrong>. Fix: <the fix>'. Exits 1 "
+            "when a definition has a problem."
+        ),
+    )
+    check.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="a folder of definitions")
+    check.set_defaults(run=_run_catalog_check)
+
+
+def _run_secret_key(args: argparse.Namespace) -> int:
+    from .connections.secrets import SECRET_KEY_ENV, new_secret_key
+
+    print(new_secret_key())
+    print(f"Set {SECRET_KEY_ENV} to the key above; keep it safe.", file=sys.stderr)
+    return 0
+
+
+def _add_secret_key(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "secret-key",
+        help="print a new key for HANDRAIL_SECRET_KEY",
+        description="Print a new Fernet key, for HANDRAIL_SECRET_KEY: the key that encrypts "
+        "the connections' secrets at rest.",
+    )
+    parser.set_defaults(run=_run_secret_key)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``handrail``, with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -296,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(commands)
     _add_demo(commands)
     _add_check(commands)
+    _add_catalog(commands)
+    _add_secret_key(commands)
     _add_schemas(commands)
     return parser
 

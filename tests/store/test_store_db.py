@@ -17,11 +17,13 @@ from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
 from handrail.store.tables import metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0005"
+HEAD = "0006"
 
 TABLES = {
+    "activity",
     "alembic_version",
     "confirmations",
+    "connections",
     "files",
     "grants",
     "histories",

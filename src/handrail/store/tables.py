@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     ForeignKey,
@@ -22,7 +23,9 @@ from sqlalchemy import (
 from handrail.store._types import JSONData, UTCDateTime
 
 __all__ = [
+    "activity",
     "confirmations",
+    "connections",
     "files",
     "grants",
     "histories",
@@ -235,4 +238,52 @@ turn_leases = Table(
     Column("state", JSONData, nullable=False),
     Column("created", UTCDateTime, nullable=False),
     Index(None, "until"),
+)
+
+#: Connections an admin saved while the server runs (MCP servers, HTTP action sets). `app` is a
+#: catalog slug or ``custom`` (whose `launch` says how to start or reach it); `settings` are the
+#: public values; `secrets` is one Fernet token (ciphertext only: no secret is ever stored
+#: plainly) and `secret_keys` names the secrets it holds. `prefix` starts the names the model
+#: calls its tools by, so it is unique. `tools` is the last listing, `status` how the last
+#: start went. `version` grows with every change an admin makes (processes restart their link
+#: when it changes); status and listings leave it as it is.
+connections = Table(
+    "connections",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("app", String(NAME), nullable=False),
+    Column("name", String(NAME), nullable=False),
+    Column("prefix", String(64), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("launch", JSONData, nullable=True),
+    Column("protocol", String(16), nullable=False),
+    Column("settings", JSONData, nullable=False),
+    Column("secrets", Text, nullable=True),
+    Column("secret_keys", JSONData, nullable=False),
+    Column("trusted", Boolean, nullable=False),
+    Column("agents", JSONData, nullable=True),
+    Column("overrides", JSONData, nullable=False),
+    Column("agent_instructions", JSONData, nullable=True),
+    Column("status", JSONData, nullable=False),
+    Column("tools", JSONData, nullable=False),
+    Column("server_instructions", Text, nullable=True),
+    Column("version", Integer, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+    Index("uq_connections_prefix", "prefix", unique=True),
+)
+
+#: What admins changed, newest first: who (`actor`), what (`action`, such as
+#: ``connection.created``), on what (`subject`, a connection id) and the changed fields
+#: (`changes`, never a secret's value).
+activity = Table(
+    "activity",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("actor", String(NAME), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("subject", String(NAME), nullable=False),
+    Column("changes", JSONData, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Index(None, "created", "id"),
 )

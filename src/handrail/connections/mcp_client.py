@@ -1,0 +1,508 @@
+"""The MCP client of a connection: one server, kept connected through the official SDK
+(`mcp.client.Client`), over stdio or streamable HTTP.
+
+`McpLink` owns the SDK client in a supervisor task (the SDK's context must be entered and left
+in one task): it connects, lists the tools, and stays connected until it is closed. A stdio
+server is a child process of this server process; when it dies (a call finds the connection
+closed, or connecting fails) the supervisor starts it again after a backoff that doubles from
+half a second to `BACKOFF_MAX`. The child's stderr goes to the ``handrail.connections`` log one
+line at a time, with every secret value masked.
+
+What reaches the caller:
+
+- `ListedTool`: a tool as the server lists it, its annotations (and the WebMCP hints a server
+  states in the tool's ``_meta`` under `HINTS_META_KEY`) as declared, never defaults.
+- `CallOutcome`: a result for the model: text as text, otherwise ``{content, structuredContent}``
+  as the SDK gives them (image and audio data replaced by a note of their type and size, as no
+  file bytes go into a conversation), and ``isError``.
+- `McpCallFailed`: the server failed, timed out, or is not there; its message names the way
+  forward and its `code` is ``TOOL_SERVER_ERROR``, ``TOOL_TIMEOUT`` or ``TOOL_CONNECTION_ERROR``.
+
+The server's ``instructions`` are kept (`McpLink.instructions`) for admins to read; nothing here
+puts them into a prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, cast
+
+import httpx2
+from mcp import StdioServerParameters
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+
+from .._util import storable
+from ..errors import HandrailError
+from .catalog import McpLaunch
+from .secrets import mask
+
+__all__ = [
+    "BACKOFF_MAX",
+    "HINTS_META_KEY",
+    "CallOutcome",
+    "LinkState",
+    "ListedTool",
+    "McpCallFailed",
+    "McpLink",
+]
+
+log = logging.getLogger("handrail.connections")
+
+#: The ``_meta`` key under which a server may state a tool's WebMCP hints.
+HINTS_META_KEY: Final = "handrail/hints"
+_META_HINTS: Final = ("consequentialHint", "untrustedContentHint", "skill")
+_ANNOTATIONS: Final = (
+    ("read_only_hint", "readOnlyHint"),
+    ("destructive_hint", "destructiveHint"),
+    ("idempotent_hint", "idempotentHint"),
+    ("open_world_hint", "openWorldHint"),
+)
+CONNECTION_CLOSED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+#: The longest wait between two attempts to start a server again.
+BACKOFF_MAX: Final = 30.0
+BACKOFF_FIRST: Final = 0.5
+#: Seconds to connect (and list the tools) before the attempt counts as failed.
+CONNECT_TIMEOUT: Final = 30.0
+LIST_PAGES_MAX: Final = 20
+
+LinkState = Literal["starting", "connected", "error", "closed"]
+FailureCode = Literal["TOOL_SERVER_ERROR", "TOOL_TIMEOUT", "TOOL_CONNECTION_ERROR"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListedTool:
+    """A tool as its server lists it."""
+
+    name: str
+    description: str | None
+    input_schema: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    title: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": dict(self.input_schema),
+            "annotations": dict(self.annotations),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ListedTool:
+        return cls(
+            name=str(data["name"]),
+            title=data.get("title"),
+            description=data.get("description"),
+            input_schema=dict(data.get("inputSchema") or {"type": "object"}),
+            annotations=dict(data.get("annotations") or {}),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallOutcome:
+    """A tool's result for the model, and whether the server marked it an error."""
+
+    content: Any
+    is_error: bool = False
+
+    @property
+    def error_text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        parts = self.content.get("content", []) if isinstance(self.content, dict) else []
+        texts = [
+            p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
+        ]
+        return "\n".join(t for t in texts if t) or "The tool reported an error."
+
+
+class McpCallFailed(HandrailError):
+    """A call that did not give a result: the message is for the model, `code` says why."""
+
+    def __init__(self, message: str, *, code: FailureCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(kw_only=True)
+class _Attempt:
+    client: Client | None = None
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class McpLink:
+    """One MCP server, kept connected (see the module's docs).
+
+    `launch` has its placeholders filled already; `secrets` are the values to mask in the
+    server's stderr; `mode` is the protocol mode (``auto``, ``legacy`` or ``2026-07-28``)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        launch: McpLaunch,
+        secrets: Sequence[str] = (),
+        call_timeout: float = 60.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        self.name = name
+        self.launch = launch
+        self._secrets = [s for s in secrets if s]
+        self.call_timeout = call_timeout
+        self.connect_timeout = connect_timeout
+        self.state: LinkState = "starting"
+        self.message: str | None = None
+        self.instructions: str | None = None
+        self.tools: list[ListedTool] = []
+        self.listed: bool = False
+        self._attempt = _Attempt()
+        self._changed = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.restarts = 0
+
+    # --- life --------------------------------------------------------------------------------
+
+    async def start(self, *, wait: float | None = None) -> None:
+        """Start the supervisor and wait (up to `wait` seconds, default the connect timeout)
+        for the first attempt to connect or fail."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"handrail-mcp-{self.name}")
+        await self.wait_settled(self.connect_timeout + 1 if wait is None else wait)
+
+    async def wait_settled(self, timeout: float) -> None:
+        """Wait until the link is connected or in error (or `timeout` passes)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self.state == "starting":
+                    self._changed.clear()
+                    await self._changed.wait()
+
+    async def aclose(self) -> None:
+        """Stop the server (a stdio child is ended) and the supervisor."""
+        self._closing.set()
+        self._attempt.lost.set()
+        if self._task is not None:
+            try:
+                async with asyncio.timeout(15):
+                    await asyncio.shield(self._task)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+            except Exception:
+                log.exception("stopping the MCP server %s failed", self.name)
+        self._set("closed", None)
+
+    def _set(self, state: LinkState, message: str | None) -> None:
+        self.state = state
+        self.message = message
+        self._changed.set()
+
+    async def _supervise(self) -> None:
+        delay = BACKOFF_FIRST
+        while not self._closing.is_set():
+            attempt = _Attempt()
+            self._attempt = attempt
+            try:
+                await self._connected(attempt)
+            except Exception as exc:
+                self._set("error", self._failure_text(exc))
+                log.warning("MCP server %s: %s", self.name, mask(self.message or "", self._secrets))
+            else:
+                if not self._closing.is_set():
+                    self._set("starting", None)
+                    delay = BACKOFF_FIRST
+            if self._closing.is_set():
+                return
+            self.restarts += 1
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._closing.wait()
+            delay = min(delay * 2, BACKOFF_MAX)
+
+    async def _connected(self, attempt: _Attempt) -> None:
+        """One connection: connect, list, serve calls until it is lost or closed."""
+        errlog = _StderrLog(self.name, self._secrets) if self.launch.transport == "stdio" else None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = Client(
+                    self._server(errlog, stack),
+                    mode=self.launch.protocol,
+                    read_timeout_seconds=self.connect_timeout,
+                )
+                async with asyncio.timeout(self.connect_timeout):
+                    await stack.enter_async_context(client)
+                if errlog is not None:
+                    errlog.spawned()
+                self.instructions = client.instructions
+                async with asyncio.timeout(self.connect_timeout):
+                    self.tools = await _list_all(client)
+                self.listed = True
+                attempt.client = client
+                self._set("connected", None)
+                await attempt.lost.wait()
+                attempt.client = None
+        finally:
+            attempt.client = None
+            if errlog is not None:
+                errlog.close()
+
+    def _server(self, errlog: _StderrLog | None, stack: contextlib.AsyncExitStack) -> Any:
+        launch = self.launch
+        if launch.transport == "stdio":
+            assert launch.command is not None
+            assert errlog is not None
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(
+                command=launch.command, args=list(launch.args), env=dict(launch.env) or None
+            )
+            return stdio_client(params, errlog=cast(Any, errlog.writer))
+        from mcp.client.streamable_http import streamable_http_client
+
+        assert launch.url is not None
+        http = httpx2.AsyncClient(
+            headers=dict(launch.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+        )
+        stack.push_async_callback(http.aclose)
+        return streamable_http_client(launch.url, http_client=http)
+
+    def _failure_text(self, exc: BaseException) -> str:
+        """Why the server could not be started or reached, with the way forward."""
+        where = (
+            f"the command {self.launch.command!r}"
+            if self.launch.transport == "stdio"
+            else f"the server at {self.launch.url}"
+        )
+        if isinstance(exc, TimeoutError):
+            reason = f"{where} did not answer within {self.connect_timeout:g} seconds"
+        elif isinstance(exc, FileNotFoundError | PermissionError):
+            reason = f"{where} cannot be run ({exc.strerror or type(exc).__name__})"
+        elif isinstance(exc, BaseExceptionGroup):
+            inner = _first_leaf(exc)
+            return self._failure_text(inner) if inner is not exc else f"{where} failed"
+        elif isinstance(exc, httpx2.HTTPError | OSError):
+            reason = f"{where} cannot be reached ({type(exc).__name__}: {exc})"
+        elif isinstance(exc, MCPError):
+            reason = f"{where} refused the connection ({exc.error.message})"
+        else:
+            reason = f"{where} failed ({type(exc).__name__}: {exc})"
+        text = (
+            f"{reason}. Check the connection's settings (command, URL, secrets) and that the "
+            "server runs, then refresh the connection."
+        )
+        return mask(text, self._secrets)
+
+    # --- use -----------------------------------------------------------------------------------
+
+    async def refresh(self) -> list[ListedTool]:
+        """List the tools again (a server in error is started again first)."""
+        if self.state == "error":
+            self._attempt.lost.set()
+            self._set("starting", None)
+            await self.wait_settled(self.connect_timeout + 1)
+        client = self._attempt.client
+        if client is None:
+            raise McpCallFailed(self._unavailable_text(), code="TOOL_CONNECTION_ERROR")
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                self.tools = await _list_all(client)
+        except Exception as exc:
+            self._lose()
+            raise McpCallFailed(self._failure_text(exc), code="TOOL_CONNECTION_ERROR") from None
+        self.listed = True
+        return self.tools
+
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], *, timeout: float | None = None
+    ) -> CallOutcome:
+        """Call `tool` once and give its result; `McpCallFailed` when there is none."""
+        if self.state == "starting":
+            await self.wait_settled(min(self.connect_timeout, 10.0))
+        client = self._attempt.client
+        if client is None:
+            raise McpCallFailed(self._unavailable_text(), code="TOOL_CONNECTION_ERROR")
+        limit = self.call_timeout if timeout is None else timeout
+        try:
+            async with asyncio.timeout(limit + 5):
+                result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=limit)
+        except TimeoutError:
+            raise self._timed_out(tool, limit) from None
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise self._timed_out(tool, limit) from None
+            if exc.code == CONNECTION_CLOSED:
+                self._lose()
+                raise McpCallFailed(
+                    f"The server {self.name} stopped during the call of {tool}, so it may or may "
+                    "not have been carried out; handrail is starting the server again. Check "
+                    "whether it took effect before calling it again, or tell the user.",
+                    code="TOOL_CONNECTION_ERROR",
+                ) from None
+            message = mask(exc.error.message, self._secrets)
+            raise McpCallFailed(
+                f"The server {self.name} refused the call of {tool}: {message}. Check the "
+                "arguments against the tool's schema and try again, or tell the user.",
+                code="TOOL_SERVER_ERROR",
+            ) from None
+        except Exception as exc:
+            self._lose()
+            log.warning("the call of %s on %s failed: %s", tool, self.name, type(exc).__name__)
+            raise McpCallFailed(
+                f"The server {self.name} failed during the call of {tool} "
+                f"({type(exc).__name__}); it may or may not have been carried out. Check before "
+                "calling it again, or tell the user.",
+                code="TOOL_CONNECTION_ERROR",
+            ) from None
+        return outcome_of(result)
+
+    def _timed_out(self, tool: str, limit: float) -> McpCallFailed:
+        return McpCallFailed(
+            f"{tool} on {self.name} did not answer within {limit:g} seconds; it may still be "
+            "running on the server. Do not call it again at once: tell the user it timed out, "
+            "or check its effect with a read-only tool first.",
+            code="TOOL_TIMEOUT",
+        )
+
+    def _unavailable_text(self) -> str:
+        if self.state == "error" and self.message:
+            return (
+                f"The server {self.name} is not available: {self.message} Until then, tell the "
+                "user that this connection does not work and an admin can fix it."
+            )
+        return (
+            f"The server {self.name} is starting again and not available yet. Try the call "
+            "again in a moment, or tell the user."
+        )
+
+    def _lose(self) -> None:
+        """The connection is gone: the supervisor starts the server again."""
+        if not self._closing.is_set():
+            self._set("starting", None)
+        self._attempt.lost.set()
+
+
+async def _list_all(client: Client) -> list[ListedTool]:
+    tools: list[ListedTool] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES_MAX):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(_listed(t) for t in page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _listed(tool: Any) -> ListedTool:
+    annotations: dict[str, Any] = {}
+    if tool.annotations is not None:
+        for attribute, wire in _ANNOTATIONS:
+            value = getattr(tool.annotations, attribute, None)
+            if isinstance(value, bool):
+                annotations[wire] = value
+    meta = tool.meta.get(HINTS_META_KEY) if isinstance(tool.meta, dict) else None
+    if isinstance(meta, dict):
+        for wire in _META_HINTS:
+            if isinstance(meta.get(wire), bool):
+                annotations[wire] = meta[wire]
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    if schema.get("type") != "object":
+        schema = {"type": "object", **{k: v for k, v in schema.items() if k != "type"}}
+    cleaned, _ = storable(
+        {
+            "description": tool.description,
+            "title": getattr(tool, "title", None),
+            "schema": schema,
+        }
+    )
+    return ListedTool(
+        name=tool.name,
+        title=cleaned["title"],
+        description=cleaned["description"],
+        input_schema=cleaned["schema"],
+        annotations=annotations,
+    )
+
+
+def outcome_of(result: Any) -> CallOutcome:
+    """What the model gets from a `CallToolResult`: the text alone when the result is only text,
+    else its content and structured content as JSON (binary data noted, not kept)."""
+    parts: list[dict[str, Any]] = []
+    for item in result.content:
+        data = item.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if data.get("type") in ("image", "audio") and isinstance(data.get("data"), str):
+            size = _decoded_size(data.pop("data"))
+            data["note"] = (
+                f"{data['type']} of {size} bytes ({data.get('mimeType', 'unknown type')}); "
+                "handrail keeps no file bytes in a conversation"
+            )
+        data.pop("_meta", None)
+        parts.append(data)
+    structured = result.structured_content
+    if structured is None and parts and all(p.get("type") == "text" for p in parts):
+        return CallOutcome(
+            content="\n".join(str(p.get("text", "")) for p in parts), is_error=result.is_error
+        )
+    content: dict[str, Any] = {"content": parts}
+    if structured is not None:
+        content["structuredContent"] = structured
+    return CallOutcome(content=content, is_error=bool(result.is_error))
+
+
+def _decoded_size(data: str) -> int:
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except (ValueError, TypeError):
+        return len(data)
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_leaf(exc)
+        return exc
+    return group
+
+
+class _StderrLog:
+    """A pipe whose write end a stdio server writes its stderr to; a thread logs each line
+    with the secrets masked."""
+
+    def __init__(self, name: str, secrets: Sequence[str]) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer: io.TextIOWrapper = os.fdopen(write_fd, "w")
+        self._reader = os.fdopen(read_fd, "rb")
+        self._name = name
+        self._secrets = list(secrets)
+        self._thread = threading.Thread(
+            target=self._pump, name=f"handrail-mcp-stderr-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def _pump(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for raw in self._reader:
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    log.info("MCP server %s: %s", self._name, mask(line, self._secrets))
+        with contextlib.suppress(OSError):
+            self._reader.close()
+
+    def spawned(self) -> None:
+        """The child has its copy of the write end: drop ours, so the pipe ends with it."""
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+    def close(self) -> None:
+        self.spawned()

@@ -1,0 +1,313 @@
+"""Saved connections and the activity log of admins' changes.
+
+A connection row holds no secret in the clear: `ConnectionRecord.secrets` is the ciphertext the
+connections layer made (one Fernet token), and `secret_keys` only names what it holds. An
+admin's change is a compare-and-set on the row's `version` (`ConnectionConflict` for the loser);
+the status and the tool listing a process writes after starting it leave the version alone, so
+they never make another process restart its link.
+
+The activity log records who changed what and when; its `changes` name fields and carry only
+public values (the caller builds them: never a secret).
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from handrail._util import iso, new_id, utc_now
+from handrail.errors import Conflict, NotFound
+from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.paging import Page, Position, checked_limit
+from handrail.store.tables import activity, connections
+
+__all__ = [
+    "ActivityRecord",
+    "ActivityRepo",
+    "ConnectionConflict",
+    "ConnectionNotFound",
+    "ConnectionRecord",
+    "ConnectionRepo",
+    "PrefixTaken",
+]
+
+C = connections.c
+A = activity.c
+
+
+class ConnectionNotFound(NotFound):
+    """No saved connection has that id."""
+
+
+class ConnectionConflict(Conflict):
+    """The connection changed since it was read: nothing was written; read it and try again."""
+
+
+class PrefixTaken(Conflict):
+    """Another connection's tools already start with this prefix (a name too much alike)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConnectionRecord:
+    """One saved connection (see `handrail.store.tables.connections`)."""
+
+    id: str
+    app: str
+    name: str
+    prefix: str
+    kind: str
+    protocol: str = "auto"
+    launch: dict[str, Any] | None = None
+    settings: dict[str, str] = field(default_factory=dict)
+    secrets: str | None = field(default=None, repr=False)
+    secret_keys: tuple[str, ...] = ()
+    trusted: bool = False
+    agents: tuple[str, ...] | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+    agent_instructions: dict[str, Any] | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    server_instructions: str | None = None
+    version: int = 1
+    created: dt.datetime = field(default_factory=utc_now)
+    updated: dt.datetime = field(default_factory=utc_now)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ActivityRecord:
+    """One change an admin made."""
+
+    id: str
+    actor: str
+    action: str
+    subject: str
+    changes: dict[str, Any]
+    created: dt.datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "actor": self.actor,
+            "action": self.action,
+            "subject": self.subject,
+            "changes": self.changes,
+            "created": iso(self.created),
+        }
+
+
+#: The fields an admin's change may set (`ConnectionRepo.update`).
+CHANGEABLE: frozenset[str] = frozenset(
+    {
+        "name",
+        "prefix",
+        "launch",
+        "protocol",
+        "settings",
+        "secrets",
+        "secret_keys",
+        "trusted",
+        "agents",
+        "overrides",
+        "agent_instructions",
+    }
+)
+
+
+class ConnectionRepo:
+    """Saved connections by id."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, record: ConnectionRecord) -> ConnectionRecord:
+        """Save a new connection; `PrefixTaken` when its prefix is another's."""
+        try:
+            await self._db.write(row_count, insert(connections).values(_values(record)))
+        except IntegrityError:
+            raise PrefixTaken(
+                f"Another connection's tools already start with {record.prefix!r}."
+            ) from None
+        return record
+
+    async def get(self, connection_id: str) -> ConnectionRecord | None:
+        row = await self._db.read(first_row, select(connections).where(C.id == connection_id))
+        return None if row is None else _record(row._mapping)
+
+    async def list(self) -> builtins.list[ConnectionRecord]:
+        """Every saved connection, oldest first."""
+        query = select(connections).order_by(C.created, C.id)
+        return [_record(row._mapping) for row in await self._db.read(all_rows, query)]
+
+    async def versions(self) -> dict[str, int]:
+        """Each connection's id and version: what a process compares with its links."""
+        rows = await self._db.read(all_rows, select(C.id, C.version))
+        return {row.id: row.version for row in rows}
+
+    async def update(
+        self, connection_id: str, version: int, changes: Mapping[str, Any]
+    ) -> ConnectionRecord:
+        """Apply an admin's `changes` (fields of `CHANGEABLE`) when the row is still at
+        `version`; the version grows by one. `ConnectionNotFound`, `ConnectionConflict` or
+        `PrefixTaken` otherwise, and nothing is written."""
+        unknown = set(changes) - CHANGEABLE
+        if unknown:
+            raise ValueError(f"These fields cannot be changed: {sorted(unknown)}")
+        values = {k: (list(v) if isinstance(v, tuple) else v) for k, v in changes.items()}
+        values["version"] = version + 1
+        values["updated"] = utc_now()
+        statement = (
+            update(connections).where(C.id == connection_id, C.version == version).values(values)
+        )
+        try:
+            found = await self._db.write(_update_and_read, statement, connection_id)
+        except IntegrityError:
+            raise PrefixTaken(
+                f"Another connection's tools already start with {changes.get('prefix')!r}."
+            ) from None
+        if found is None:
+            raise ConnectionNotFound(f"No connection has the id {connection_id!r}.")
+        if found.version != version + 1:
+            raise ConnectionConflict(
+                "The connection changed since it was read; read it again and repeat the change."
+            )
+        return found
+
+    async def set_status(
+        self,
+        connection_id: str,
+        status: Mapping[str, Any],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        server_instructions: str | None = None,
+    ) -> bool:
+        """Write how the connection's start went (and its listing); the version stays."""
+        values: dict[str, Any] = {"status": dict(status)}
+        if tools is not None:
+            values["tools"] = [dict(t) for t in tools]
+            values["server_instructions"] = server_instructions
+        statement = update(connections).where(C.id == connection_id).values(values)
+        return await self._db.write(row_count, statement) > 0
+
+    async def delete(self, connection_id: str) -> bool:
+        statement = delete(connections).where(C.id == connection_id)
+        return await self._db.write(row_count, statement) > 0
+
+
+class ActivityRepo:
+    """The activity log, newest first."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(
+        self, *, actor: str, action: str, subject: str, changes: Mapping[str, Any]
+    ) -> ActivityRecord:
+        record = ActivityRecord(
+            id=new_id(),
+            actor=actor,
+            action=action,
+            subject=subject,
+            changes=dict(changes),
+            created=utc_now(),
+        )
+        values = {
+            "id": record.id,
+            "actor": record.actor,
+            "action": record.action,
+            "subject": record.subject,
+            "changes": record.changes,
+            "created": record.created,
+        }
+        await self._db.write(row_count, insert(activity).values(values))
+        return record
+
+    async def list_page(self, *, limit: int, after: Position | None = None) -> Page[ActivityRecord]:
+        """One page of the log, newest first, after `after`."""
+        checked_limit(limit)
+        query = select(activity).order_by(A.created.desc(), A.id.desc()).limit(limit + 1)
+        if after is not None:
+            query = query.where(
+                or_(A.created < after.at, and_(A.created == after.at, A.id < after.id))
+            )
+        rows = [_activity(row._mapping) for row in await self._db.read(all_rows, query)]
+        following: Position | None = None
+        if len(rows) > limit:
+            del rows[limit:]
+            following = Position(at=rows[-1].created, id=rows[-1].id)
+        return Page(items=rows, next=following)
+
+
+def _update_and_read(
+    connection: Connection, statement: Any, connection_id: str
+) -> ConnectionRecord | None:
+    connection.execute(statement)
+    row = connection.execute(select(connections).where(C.id == connection_id)).first()
+    return None if row is None else _record(row._mapping)
+
+
+def _values(record: ConnectionRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "app": record.app,
+        "name": record.name,
+        "prefix": record.prefix,
+        "kind": record.kind,
+        "launch": record.launch,
+        "protocol": record.protocol,
+        "settings": dict(record.settings),
+        "secrets": record.secrets,
+        "secret_keys": list(record.secret_keys),
+        "trusted": record.trusted,
+        "agents": None if record.agents is None else list(record.agents),
+        "overrides": dict(record.overrides),
+        "agent_instructions": record.agent_instructions,
+        "status": dict(record.status),
+        "tools": list(record.tools),
+        "server_instructions": record.server_instructions,
+        "version": record.version,
+        "created": record.created,
+        "updated": record.updated,
+    }
+
+
+def _record(row: Mapping[Any, Any]) -> ConnectionRecord:
+    agents = row["agents"]
+    return ConnectionRecord(
+        id=row["id"],
+        app=row["app"],
+        name=row["name"],
+        prefix=row["prefix"],
+        kind=row["kind"],
+        launch=row["launch"],
+        protocol=row["protocol"],
+        settings=dict(row["settings"] or {}),
+        secrets=row["secrets"],
+        secret_keys=tuple(row["secret_keys"] or ()),
+        trusted=bool(row["trusted"]),
+        agents=None if agents is None else tuple(agents),
+        overrides=dict(row["overrides"] or {}),
+        agent_instructions=row["agent_instructions"],
+        status=dict(row["status"] or {}),
+        tools=list(row["tools"] or []),
+        server_instructions=row["server_instructions"],
+        version=row["version"],
+        created=row["created"],
+        updated=row["updated"],
+    )
+
+
+def _activity(row: Mapping[Any, Any]) -> ActivityRecord:
+    return ActivityRecord(
+        id=row["id"],
+        actor=row["actor"],
+        action=row["action"],
+        subject=row["subject"],
+        changes=dict(row["changes"] or {}),
+        created=row["created"],
+    )
