@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from reliability_helpers import db_state, problem, send_raw
 from server_helpers import FILES, MARKDOWN, Api, command, sqlite_url, start_api
 
+from handrail.demo.booking_api import create_booking_app
 from handrail.runtime.agent import Agent
 from handrail.server.bodies import MAX_JSON_DEPTH
 
@@ -280,3 +282,13 @@ async def test_a_files_answer_over_the_large_cap_is_413_with_that_limit(api: Api
         assert f"larger than {FILES_CAP} bytes" in answer["detail"], path
         assert "answer with their fileId" in answer["detail"]
     assert await db_state(api) == before
+
+
+async def test_the_demo_booking_api_takes_deep_json_as_a_422() -> None:
+    """The demo's example API reads JSON too: deep JSON is its 422, never a 500."""
+    app = create_booking_app()
+    transport = httpx.ASGITransport(app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://booking") as client:
+        response = await client.post("/bookings", content=b"[" * 100_000)
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "INVALID_BODY"

@@ -273,6 +273,8 @@ def create_booking_app(
         try:
             data = await request.json()
             path, faults = _parse_control(data)
+        except RecursionError:
+            return _error(422, "INVALID_CONTROL", "The body nests too deep to be a control.")
         except (ValueError, TypeError) as exc:
             return _error(422, "INVALID_CONTROL", str(exc))
         return JSONResponse({"queued": service.queue(path, faults)})
@@ -407,7 +409,7 @@ async def _booking_body(request: Request) -> dict[str, Any] | Response:
     """The checked body of ``POST /bookings``, or the 422 to answer."""
     try:
         body = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # deep JSON raises RecursionError
         return _error(422, "INVALID_BODY", "The body must be JSON.")
     if not isinstance(body, dict):
         return _error(422, "INVALID_BODY", "The body must be a JSON object.")
