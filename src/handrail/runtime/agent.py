@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Unpack, overload
 
@@ -17,16 +17,32 @@ __all__ = [
     "Agent",
     "ApprovalInput",
     "AsksOptions",
+    "SourcedSets",
     "Tool",
     "ToolError",
     "ToolFunction",
     "ToolSet",
     "ToolSignal",
+    "ToolSource",
 ]
 
 #: Makes the `confirm` input of an approval ask from the tool call's input.
 ApprovalInput = Callable[[dict[str, Any]], dict[str, Any]]
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourcedSets:
+    """What a tool source gives an agent now: connections' tool sets, and the HTTP actions
+    among their tools by name (as `Agent.actions` holds them)."""
+
+    tool_sets: Sequence[ToolSet] = ()
+    actions: Mapping[str, tuple[ActionSet, ActionTool]] = field(default_factory=dict)
+
+
+#: A source of connections that change while the server runs (saved connections): called with
+#: the agent whenever its tools are read, it answers from memory, never with I/O.
+ToolSource = Callable[["Agent"], SourcedSets]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,22 +126,60 @@ class Agent:
             self.add_tool(item)
         for tool_set in tool_sets:
             self.add_tool_set(tool_set)
-        #: The tools that are HTTP actions, by name: the runtime prepares, confirms and sends
-        #: them instead of calling a function.
-        self.actions: dict[str, tuple[ActionSet, ActionTool]] = {}
+        self._actions: dict[str, tuple[ActionSet, ActionTool]] = {}
+        self._sources: list[ToolSource] = []
         for action_set in action_sets:
             self.add_action_set(action_set)
 
     @property
+    def actions(self) -> dict[str, tuple[ActionSet, ActionTool]]:
+        """The tools that are HTTP actions, by name: the runtime prepares, confirms and sends
+        them instead of calling a function (the agent's own, then its sources')."""
+        if not self._sources:
+            return self._actions
+        found = dict(self._actions)
+        for sourced in self._sourced():
+            for name, action in sourced.actions.items():
+                found.setdefault(name, action)
+        return found
+
+    @property
     def tools(self) -> Mapping[str, Tool]:
         """Every tool of every connection by name: the local tools first, then each tool set's
-        in the order the sets were added."""
-        return {name: t for tool_set in self._sets.values() for name, t in tool_set.tools.items()}
+        in the order the sets were added, then the tool sources' (a sourced tool whose name is
+        taken already is left out)."""
+        found = {
+            name: t for tool_set in self._sets.values() for name, t in tool_set.tools.items()
+        }
+        for tool_set in self._sourced_sets():
+            for name, t in tool_set.tools.items():
+                found.setdefault(name, t)
+        return found
 
     @property
     def connections(self) -> dict[str, ToolSet]:
-        """The agent's tool sets by connection id, the local one (``local:<name>``) first."""
-        return dict(self._sets)
+        """The agent's tool sets by connection id, the local one (``local:<name>``) first,
+        then the tool sources' as they are now."""
+        found = dict(self._sets)
+        for tool_set in self._sourced_sets():
+            found.setdefault(tool_set.connection_id, tool_set)
+        return found
+
+    def add_tool_source(self, source: ToolSource) -> None:
+        """Read connections that change while the server runs from `source` too (see
+        `ToolSource`): its tool sets join the agent's own each time they are read."""
+        if source not in self._sources:
+            self._sources.append(source)
+
+    def remove_tool_source(self, source: ToolSource) -> None:
+        if source in self._sources:
+            self._sources.remove(source)
+
+    def _sourced(self) -> list[SourcedSets]:
+        return [source(self) for source in self._sources]
+
+    def _sourced_sets(self) -> list[ToolSet]:
+        return [t for sourced in self._sourced() for t in sourced.tool_sets]
 
     def add_action_set(self, action_set: ActionSet) -> ToolSet:
         """Add an HTTP action set (`handrail.actions.load_action_set`) as a connection: its
@@ -151,12 +205,12 @@ class Agent:
         )
         self.add_tool_set(tool_set)
         for action in action_set.tools.values():
-            self.actions[action.name] = (action_set, action)
+            self._actions[action.name] = (action_set, action)
         return tool_set
 
     def connection_of(self, tool_name: str) -> ToolSet:
         """The tool set that holds the tool named `tool_name` (`KeyError` when none does)."""
-        for tool_set in self._sets.values():
+        for tool_set in [*self._sets.values(), *self._sourced_sets()]:
             if tool_name in tool_set.tools:
                 return tool_set
         raise KeyError(f"agent {self.name!r} has no tool named {tool_name!r}")
@@ -209,6 +263,13 @@ class Agent:
                     f"connection {other.connection_id!r}); tool names must be unique across "
                     f"its connections, so rename the one in {tool_set.connection_id!r}"
                 )
+
+    def __copy__(self) -> Agent:
+        """A copy that shares the tools but has its own list of tool sources."""
+        clone = Agent.__new__(Agent)
+        clone.__dict__.update(self.__dict__)
+        clone._sources = list(self._sources)
+        return clone
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, tools={sorted(self.tools)})"

@@ -49,6 +49,8 @@ __all__ = [
     "gate_key",
     "register_gate",
     "registered_gates",
+    "uncertain_confirmation",
+    "uncertain_result",
     "unregister_gate",
 ]
 
@@ -59,6 +61,35 @@ MODEL_ASK: Final = "ask"
 def execution_denied(reason: str) -> dict[str, str]:
     """What the model gets as the result of a tool call the person did not allow."""
     return {"type": "execution-denied", "reason": reason}
+
+
+def uncertain_result(tool_name: str, **extra: Any) -> dict[str, Any]:
+    """The result of an approved call whose process stopped before its outcome was recorded:
+    it may or may not have run, and it is not run again by itself."""
+    return {
+        "status": "error",
+        "code": "TOOL_EXECUTION_UNCERTAIN",
+        "message": (
+            f"The approved call of {tool_name} may or may not have run: the server stopped "
+            "before it recorded the outcome. It was not run again. Check whether it took "
+            "effect before you call it again, or ask the user."
+        ),
+        **extra,
+    }
+
+
+def uncertain_confirmation(confirmation_id: str) -> dict[str, Any]:
+    """The result of a confirmed request that may or may not have been sent."""
+    return {
+        "status": "error",
+        "code": "TOOL_EXECUTION_UNCERTAIN",
+        "message": (
+            "The confirmed request may or may not have been carried out: the server stopped "
+            "between sending it and recording the answer. Check its status with the API before "
+            "trying again; it was not resent."
+        ),
+        "confirmationId": confirmation_id,
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +187,14 @@ class Gate:
     ) -> None:
         """Carry out the answer: add what the model sees to `run` (and maybe pause again)."""
         raise NotImplementedError
+
+    async def recover(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        """Carry out the answer in a turn taken over from a process that stopped after the
+        answer was committed. Default: `resolve` again (the held call, if any, is reported
+        uncertain rather than run twice, unless it is safe to run again)."""
+        await self.resolve(runner, run, pending, answer)
 
     async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
         """The ask was cancelled (a new message, a failed turn): release what it holds."""

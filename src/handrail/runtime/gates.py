@@ -42,7 +42,7 @@ from ..policy import (
     PermissionLevel,
 )
 from .agent import Agent
-from .gate import MODEL_ASK, Answer, Gate, register_gate
+from .gate import MODEL_ASK, Answer, Gate, register_gate, uncertain_confirmation
 from .messages import ToolCall, ToolResultMessage
 from .tools import Tool, ToolSet
 
@@ -440,6 +440,36 @@ class ConfirmationGate(Gate):
             binding, call, pending, history_id=run.history.id, user_id=run.principal.user_id
         )
         await runner.action_step(run, call, step)
+
+    async def recover(
+        self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
+    ) -> None:
+        """A confirmed request whose process stopped: still ``pending`` means it was never
+        consumed, so it is sent now (once, if unexpired); ``consumed`` means it may have been
+        sent: it is ``uncertain`` at once and never resent; a recorded outcome is reported."""
+        record = (
+            await runner.store.confirmations.get(pending.confirmation_id)
+            if pending.confirmation_id
+            else None
+        )
+        if record is None or record.state == "pending" or denial_reason(answer.envelope):
+            await self.resolve(runner, run, pending, answer)
+            return
+        held = runner.held(run, pending)
+        if held is None:
+            return
+        call = held[0]
+        if record.state == "consumed":
+            record = await runner.store.confirmations.abandon(record.id)
+        if record.state in ("succeeded", "failed"):
+            outcome = {
+                "status": "completed" if record.state == "succeeded" else "error",
+                "outcome": record.outcome,
+                "confirmationId": record.id,
+            }
+            await runner.tool_result(run, call, outcome, is_error=record.state == "failed")
+            return
+        await runner.tool_result(run, call, uncertain_confirmation(record.id), is_error=True)
 
     async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
         await runner.actions.cancel(pending, reason)

@@ -13,14 +13,16 @@ one, and the loser of a race gets `NotPending`. What an answer does is the busin
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, cast
 
-from .._util import utc_now
+from .._util import new_id, utc_now
 from ..asks import ASK_SURFACES, AskSurface, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
@@ -38,15 +40,17 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
-from ..store import Store, TurnState, request_record
+from ..store import LeaseLost, Store, TurnState, request_record
 from ..store.records import (
     UNSET,
     AskStatus,
     ConfirmationRecord,
     History,
     HistoryChange,
+    ReleaseLease,
     RequestRecord,
     StoredRow,
+    TurnLease,
 )
 from .action_calls import ActionCalls
 from .agent import Agent
@@ -59,7 +63,7 @@ from .events import (
     error_event,
     tool_result_event,
 )
-from .gate import Answer, gate_for
+from .gate import Answer, gate_for, uncertain_confirmation
 from .messages import (
     FilePart,
     Message,
@@ -70,6 +74,7 @@ from .messages import (
 from .models import model_from_name
 from .models.base import Model, ModelError
 from .prompting import TurnSetup, build_turn_setup
+from .recovery import DEFAULT_LEASE_S, Recovery
 from .rows import Row, result_row, rows_to_messages, user_row
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
 from .turn import Principal, Turn
@@ -95,6 +100,7 @@ class Runtime:
         agents: Agent | Iterable[Agent],
         models: Mapping[str, Model] | None = None,
         model: Model | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
         agent_list = [agents] if isinstance(agents, Agent) else list(agents)
         if not agent_list:
@@ -112,6 +118,12 @@ class Runtime:
         self.actions = ActionCalls(store)
         self._calls = StepRunner(store, self.actions)
         self._built: list[Model] = []
+        if not lease_s > 0:
+            raise ConfigError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
+        #: How long a turn's lease lasts without a heartbeat, and who this runtime is.
+        self.lease_s = float(lease_s)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
+        self.recovery = Recovery(self)
 
     # ----------------------------------------------------------------------------- lookups
 
@@ -172,6 +184,11 @@ class Runtime:
         else:
             state = await self.store.load_turn(history_id)
             history = _owned(principal, history_id, state.history if state else None)
+            if state is not None and state.lease is not None:
+                # Another process's turn still has work here: wait for it, or take it over
+                # once its lease lapses, so what it did is known before this turn starts.
+                state = await self.recovery.settle(state)
+                history = _owned(principal, history_id, state.history if state else None)
         the_agent = self.agent_for(history)
         model = self.model_for(the_agent)
         setup = build_turn_setup(the_agent, model, checked_surface)
@@ -229,6 +246,16 @@ class Runtime:
             append=[result_row(tool_call_id, gate.tool_name(pending), stored)],
             ask_status={tool_call_id: status},
             pending_ask=None,
+            lease=self.new_lease(
+                history.id,
+                {
+                    "kind": "answer",
+                    "pending": pending.to_json(),
+                    "answer": stored,
+                    "scope": scope,
+                    "surface": checked_surface,
+                },
+            ),
         )
         try:
             answered = await compare_and_set(
@@ -252,9 +279,10 @@ class Runtime:
             metadata={
                 "ask": {**_ask_meta(pending), "action": envelope["action"], "phase": "answered"}
             },
+            lease_owner=self.owner,
         )
         answer = Answer(envelope=stored, scope=scope, parts=parts)
-        self._spawn(turn, self._answer_turn(run, pending, answer))
+        self._spawn(turn, self._answer_turn(run, pending, answer), leased=True)
         return turn
 
     async def start_button(
@@ -289,9 +317,26 @@ class Runtime:
         ``pendingAsk`` in the store, not a task."""
         return len(self._tasks)
 
+    def new_lease(self, history_id: str, state: dict[str, Any]) -> TurnLease:
+        """A lease of this runtime on the rest of a turn, from now for `lease_s`."""
+        now = utc_now()
+        return TurnLease(
+            history_id=history_id,
+            owner=self.owner,
+            until=now + dt.timedelta(seconds=self.lease_s),
+            state=state,
+            created=now,
+        )
+
+    def start(self) -> None:
+        """Start taking over the turns of processes that stopped (see `Recovery`). The server
+        calls it at start-up; `aclose` stops it."""
+        self.recovery.start()
+
     async def aclose(self) -> None:
-        """Wait for the turns still running (they finish and save), then close the models
-        this runtime built."""
+        """Stop taking over turns, wait for the turns still running (they finish and save),
+        then close the models this runtime built."""
+        await self.recovery.stop()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.actions.aclose()
@@ -302,8 +347,13 @@ class Runtime:
 
     # ----------------------------------------------------------------------------- internals
 
-    def _spawn(self, turn: Turn, work: Any) -> None:
+    def _spawn(self, turn: Turn, work: Any, *, leased: bool = False) -> None:
+        """Run `work` as the turn's own task; a `leased` turn renews its lease meanwhile."""
+
         async def runner() -> None:
+            beating = (
+                asyncio.create_task(self.recovery.heartbeat(turn.history_id)) if leased else None
+            )
             try:
                 await work
             except Exception:
@@ -312,6 +362,8 @@ class Runtime:
                 await turn.emit(error_event(turn.error))
                 await turn.emit(done_event(turn.history_id))
             finally:
+                if beating is not None:
+                    beating.cancel()
                 await turn.finish()
 
         task = asyncio.create_task(runner(), name=f"handrail-turn-{turn.history_id}")
@@ -332,19 +384,19 @@ class Runtime:
     ) -> None:
         # A conversation made for this prompt (no `state`) has no rows, ask or confirmations.
         prior: list[StoredRow] = []
+        stored_message = False
         if state is not None:
-            history = await self._cancel_pending_for_message(turn, history)
             history = await self._report_uncertain(turn, history, state.confirmations)
+            history, stored_message = await self._cancel_pending_for_message(turn, history, prompt)
             prior = (
                 state.rows
                 if history.version == state.history.version
                 else await self.store.histories.rows(history.id)
             )
         row_count = len(prior)
-        messages: list[Message] = [
-            *rows_to_messages(r.data for r in prior),
-            UserMessage(text=prompt),
-        ]
+        messages: list[Message] = [*rows_to_messages(r.data for r in prior)]
+        if not stored_message:
+            messages.append(UserMessage(text=prompt))
         run = TurnRun(
             turn=turn,
             history=history,
@@ -354,11 +406,17 @@ class Runtime:
             setup=setup,
             messages=messages,
             turn_start=len(messages),
-            prompt_index=None,
+            # A message stored with the cancel is the last row already.
+            prompt_index=row_count if stored_message else None,
             row_count=row_count,
-            rows=[user_row(prompt)],
+            rows=[] if stored_message else [user_row(prompt)],
             log_prompt=prompt,
+            lease_owner=self.owner if stored_message else None,
         )
+        await self._run_steps(run)
+
+    async def _run_steps(self, run: TurnRun) -> None:
+        """The model steps of a turn, then its commit (or what a failure keeps)."""
         try:
             await self._calls.steps(run)
         except Exception as exc:
@@ -366,9 +424,15 @@ class Runtime:
             return
         await self._commit(run)
 
-    async def _cancel_pending_for_message(self, turn: Turn, history: History) -> History:
+    async def _cancel_pending_for_message(
+        self, turn: Turn, history: History, prompt: str
+    ) -> tuple[History, bool]:
         """Record ``cancel: user_sent_message`` for a pending ask, once even when two prompts
-        race; when another answer resolved it first, go on without ``{askResolved}``."""
+        race; when another answer resolved it first, go on without ``{askResolved}``.
+
+        The message is stored with the cancel, in the same transaction, under a lease on the
+        rest of the turn: a crash after it loses neither. Returns the history and whether the
+        message was stored."""
         cancelled: list[PendingAsk] = []
 
         def cancel(current: History) -> HistoryChange | None:
@@ -382,18 +446,21 @@ class Runtime:
                 append=[
                     result_row(pending.tool_call_id, gate.tool_name(pending), CANCEL_BY_MESSAGE),
                     *gate.denial_rows(pending, "user_sent_message"),
+                    user_row(prompt),
                 ],
                 ask_status={pending.tool_call_id: "cancelled"},
                 pending_ask=None,
+                title=_title_of(prompt) if current.title is None else _keep(),
+                lease=self.new_lease(history.id, {"kind": "prompt", "prompt": prompt}),
             )
 
         if history.pending_ask is None:
-            return history
+            return history, False
         history = await compare_and_set(self.store, history.id, cancel, current=history)
         for pending in cancelled:
             await gate_for(pending).cancelled(self._calls, pending, "user_sent_message")
             await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
-        return history
+        return history, bool(cancelled)
 
     async def _report_uncertain(
         self, turn: Turn, history: History, records: list[ConfirmationRecord]
@@ -423,7 +490,9 @@ class Runtime:
                 return None
             return HistoryChange(
                 append=[
-                    result_row(r.tool_call_id, r.tool_name, _uncertain_result(r.id), is_error=True)
+                    result_row(
+                        r.tool_call_id, r.tool_name, uncertain_confirmation(r.id), is_error=True
+                    )
                     for r in missing
                 ]
             )
@@ -432,15 +501,20 @@ class Runtime:
         for record in missing:
             await turn.emit(
                 tool_result_event(
-                    record.tool_call_id, record.tool_name, _uncertain_result(record.id)
+                    record.tool_call_id, record.tool_name, uncertain_confirmation(record.id)
                 )
             )
         return history
 
-    async def _answer_turn(self, run: TurnRun, pending: PendingAsk, answer: Answer) -> None:
+    async def _answer_turn(
+        self, run: TurnRun, pending: PendingAsk, answer: Answer, *, recovering: bool = False
+    ) -> None:
         await run.turn.emit(ask_resolved_event(pending.tool_call_id, answer.action))
         try:
-            await self._calls.resolve(run, pending, answer)
+            if recovering:
+                await self._calls.recover(run, pending, answer)
+            else:
+                await self._calls.resolve(run, pending, answer)
             if run.pause is None:
                 await self._calls.steps(run)
         except Exception as exc:
@@ -458,6 +532,7 @@ class Runtime:
             ask_status={tool_call_id: "pending"},
             remove_results=[tool_call_id],
             pending_ask=pending,
+            lease=_release(run),
         )
         try:
             await compare_and_set(
@@ -468,7 +543,7 @@ class Runtime:
                 log=lambda: _log_record(run, error=_failure_text()),
                 attempts=1,
             )
-        except (Conflict, HistoryNotFound):
+        except (Conflict, HistoryNotFound):  # LeaseLost too: the new owner decides
             return False
         run.turn.error = _failure_text()
         run.turn.pending_summary = pending.public("turn")
@@ -518,6 +593,7 @@ class Runtime:
                 append=rows,
                 pending_ask=pending if pending is not None else _keep(),
                 title=title if current.title is None and title else _keep(),
+                lease=_release(run),
             )
 
         # First try the history as the turn last saw it: when nothing changed meanwhile, the
@@ -534,6 +610,9 @@ class Runtime:
         except HistoryNotFound:
             await run.turn.emit(error_event("The conversation was deleted during the turn."))
             await run.turn.emit(done_event(history_id))
+            return
+        except LeaseLost:
+            await self._taken_over(run)
             return
         run.turn.title = title
         run.metadata = metadata
@@ -561,18 +640,23 @@ class Runtime:
             run.pause = None
         entry = _log_record(run, error=str(exc) or type(exc).__name__)
         logged = False
-        if run.rows:
+        # A turn that holds a lease writes even with no rows: its last change ends the lease.
+        if run.rows or run.lease_owner is not None:
 
             def keep(current: History) -> HistoryChange:
                 return HistoryChange(
                     append=run.rows,
                     title=_title_for(run) if current.title is None else _keep(),
+                    lease=_release(run),
                 )
 
             try:
                 written = await compare_and_set(self.store, run.history.id, keep, log=lambda: entry)
             except HistoryNotFound:
                 pass
+            except LeaseLost:
+                await self._taken_over(run)
+                return
             else:
                 logged = True
                 run.turn.title = written.title
@@ -580,6 +664,16 @@ class Runtime:
         await run.turn.emit(done_event(run.history.id, title=run.turn.title))
         if not logged:
             await self._log(entry)
+
+    async def _taken_over(self, run: TurnRun) -> None:
+        """Another process took this turn over (its lease lapsed while this one was slow):
+        nothing of this run is written; the other process finishes the turn."""
+        log.warning("the turn on history %s was taken over by another process", run.history.id)
+        run.turn.error = (
+            "The turn was taken over by another server process; reload the conversation."
+        )
+        await run.turn.emit(error_event(run.turn.error))
+        await run.turn.emit(done_event(run.history.id))
 
     async def _log(self, entry: RequestRecord) -> None:
         """Write a request log entry on its own (a turn that saves rows writes it with them)."""
@@ -649,9 +743,19 @@ def _cancel_paused(
 def _title_for(run: TurnRun) -> str | None:
     for row in run.rows:
         if row.get("type") == "user":
-            first = str(row.get("text", "")).strip().splitlines()
-            return cut_text(first[0], TITLE_MAX) if first else None
+            return _title_of(str(row.get("text", "")))
     return None
+
+
+def _title_of(prompt: str) -> str | None:
+    """A conversation's title from its first message: the first line, cut."""
+    first = prompt.strip().splitlines()
+    return cut_text(first[0], TITLE_MAX) if first else None
+
+
+def _release(run: TurnRun) -> Any:
+    """The lease part of a turn's last change: end the lease the turn holds, if any."""
+    return ReleaseLease(owner=run.lease_owner) if run.lease_owner is not None else UNSET
 
 
 def _failure_text() -> str:
@@ -660,19 +764,6 @@ def _failure_text() -> str:
 
 def _keep() -> Any:
     return UNSET
-
-
-def _uncertain_result(confirmation_id: str) -> dict[str, Any]:
-    return {
-        "status": "error",
-        "code": "TOOL_EXECUTION_UNCERTAIN",
-        "message": (
-            "The confirmed request may or may not have been carried out: the server stopped "
-            "between sending it and recording the answer. Check its status with the API before "
-            "trying again; it was not resent."
-        ),
-        "confirmationId": confirmation_id,
-    }
 
 
 def _owned(principal: Principal, history_id: str, history: History | None) -> History:

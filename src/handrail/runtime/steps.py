@@ -28,7 +28,7 @@ from ..store.records import History
 from .action_calls import ActionBinding, ActionCalls, ActionStep
 from .agent import Agent
 from .events import error_event, text_event, tool_call_event, tool_result_event
-from .gate import Answer, GateRequired, execution_denied, gate_for
+from .gate import Answer, GateRequired, execution_denied, gate_for, uncertain_result
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
@@ -66,6 +66,11 @@ class TurnRun:
     log_prompt: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    #: The process whose turn lease this run holds (its last change releases it), if any.
+    lease_owner: str | None = None
+    #: When a run takes over a turn whose process stopped: the held tool call that may or
+    #: may not have run already (it is reported uncertain, not run again, unless it is safe).
+    recovering: str | None = None
 
 
 class StepRunner:
@@ -270,7 +275,13 @@ class StepRunner:
 
     async def run_and_record(self, run: TurnRun, tool: Tool, call: ToolCall) -> None:
         """Run the tool once and give the model its result; a tool that raises
-        `GateRequired` pauses the turn on that gate instead."""
+        `GateRequired` pauses the turn on that gate instead. In a turn taken over from a
+        process that stopped, the held call may have run already: unless the tool is
+        read-only or idempotent it is not run again, and the model and the person read that
+        its outcome is uncertain (``TOOL_EXECUTION_UNCERTAIN``)."""
+        if run.recovering == call.id and not _safe_to_run_again(tool):
+            await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
+            return
         try:
             content, is_error = await _run_tool(tool, call)
         except GateRequired as required:
@@ -345,6 +356,12 @@ class StepRunner:
         """Carry out an answer through its gate."""
         await gate_for(pending).resolve(self, run, pending, answer)
 
+    async def recover(self, run: TurnRun, pending: PendingAsk, answer: Answer) -> None:
+        """Carry out an answer again, for a turn taken over from a process that stopped after
+        the answer was committed: the gate decides what is safe to do again."""
+        run.recovering = pending.held_tool_call_id
+        await gate_for(pending).recover(self, run, pending, answer)
+
 
 async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
     """Run a host tool: its result, or the error the model sees (never a traceback)."""
@@ -357,6 +374,10 @@ async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
     except Exception:
         log.exception("tool %s failed", tool.name)
         return f"The tool {tool.name} failed unexpectedly. Try another way, or tell the user.", True
+
+
+def _safe_to_run_again(tool: Tool) -> bool:
+    return tool.hints.read_only is True or tool.hints.idempotent is True
 
 
 def _invalid_ask_text(tool_name: str, errors: list[AskValidationError]) -> str:

@@ -68,9 +68,13 @@ def create_app(
         try:
             the_runtime = runtime
             if the_runtime is None:
-                the_runtime = Runtime(store=the_store, agents=config.resolved_agents())
+                the_runtime = Runtime(
+                    store=the_store, agents=config.resolved_agents(), lease_s=config.turn_lease
+                )
                 for agent in the_runtime.agents.values():
                     the_runtime.model_for(agent)  # a bad model name fails the start-up
+            # Take over the turns of server processes that stopped (their leases lapsed).
+            the_runtime.start()
             app.state.store = the_store
             app.state.runtime = the_runtime
             try:

@@ -12,6 +12,7 @@
     header_timeout: 10                       # HANDRAIL_HEADER_TIMEOUT (seconds)
     body_timeout: 30                         # HANDRAIL_BODY_TIMEOUT (seconds)
     max_connections: 1000                    # HANDRAIL_MAX_CONNECTIONS
+    turn_lease: 10                           # HANDRAIL_TURN_LEASE (seconds)
     users:
       - {id: alice, token_env: ALICE_TOKEN, admin: true}
     agents:
@@ -44,6 +45,7 @@ from ..asks.limits import DEFAULT_MAX_FILE_SIZE, FILES_MAX
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
 from ..runtime.models import DEFAULT_MODEL, model_from_name
+from ..runtime.recovery import DEFAULT_LEASE_S
 from ..store.db import driver_url
 
 __all__ = [
@@ -91,10 +93,11 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "header_timeout": "HANDRAIL_HEADER_TIMEOUT",
     "body_timeout": "HANDRAIL_BODY_TIMEOUT",
     "max_connections": "HANDRAIL_MAX_CONNECTIONS",
+    "turn_lease": "HANDRAIL_TURN_LEASE",
 }
 #: The settings that are a positive whole number, and those that are seconds.
 _INT_SETTINGS: Final = ("max_json_bytes", "max_header_bytes", "max_connections")
-_SECONDS_SETTINGS: Final = ("header_timeout", "body_timeout")
+_SECONDS_SETTINGS: Final = ("header_timeout", "body_timeout", "turn_lease")
 
 _TOP_KEYS: Final = (
     "database_url",
@@ -109,6 +112,7 @@ _TOP_KEYS: Final = (
     "header_timeout",
     "body_timeout",
     "max_connections",
+    "turn_lease",
     "users",
     "agents",
 )
@@ -162,6 +166,9 @@ class ServerConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    #: Seconds a turn's lease lasts without a heartbeat before another process takes the
+    #: turn over (see `handrail.runtime.recovery`).
+    turn_lease: float = DEFAULT_LEASE_S
 
     def __post_init__(self) -> None:
         self.users = tuple(self.users)

@@ -61,7 +61,7 @@ async def get_confirmation(
     record = await store.confirmations.get(confirmation_id)
     if record is None or record.user_id != principal.user_id:
         raise not_found(NOT_FOUND, f"You have no confirmation with the id {confirmation_id!r}.")
-    record = await store.confirmations.reconcile(confirmation_id)
+    record = await store.confirmations.settled(confirmation_id)
     data: dict[str, Any] = dict(record.to_json())
     if record.state == "uncertain":
         data["code"] = "TOOL_EXECUTION_UNCERTAIN"

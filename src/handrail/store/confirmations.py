@@ -292,6 +292,41 @@ class ConfirmationRepo:
         _, current = await self._change(confirmation_id, statement)
         return current
 
+    async def settled(
+        self, confirmation_id: str, now: dt.datetime | None = None
+    ) -> ConfirmationRecord:
+        """`reconcile`, and a ``pending`` confirmation past its expiry made ``stale`` (outcome
+        ``{"reason": "expired"}``): what the status route shows, never ``pending`` once it can
+        no longer be confirmed."""
+        moment = _now(now)
+        current = await self.reconcile(confirmation_id, moment)
+        if current.state == "pending" and current.expires_at <= moment:
+            expire = (
+                update(confirmations)
+                .where(
+                    C.id == confirmation_id,
+                    C.state == "pending",
+                    C.expires_at <= moment,
+                )
+                .values(state="stale", outcome={"reason": "expired"}, updated=utc_now())
+                .returning(*confirmations.c)
+            )
+            _, current = await self._change(confirmation_id, expire)
+        return current
+
+    async def abandon(self, confirmation_id: str) -> ConfirmationRecord:
+        """A ``consumed`` confirmation whose sender is known to be gone (its turn's lease
+        lapsed) is ``uncertain`` now, before its own lease ends: it may or may not have been
+        sent, and it is never resent. Any other confirmation is returned unchanged."""
+        statement = (
+            update(confirmations)
+            .where(C.id == confirmation_id, C.state == "consumed")
+            .values(state="uncertain", updated=utc_now())
+            .returning(*confirmations.c)
+        )
+        _, current = await self._change(confirmation_id, statement)
+        return current
+
     async def _close(
         self,
         confirmation_id: str,

@@ -1,0 +1,845 @@
+"""Saved connections at run time: `ConnectionHub` keeps each saved MCP connection's link open,
+offers its tools to the agents that may use them, and carries out admins' changes.
+
+Every agent of the runtime reads the hub as a tool source (`Agent.add_tool_source`), so an
+agent's tools at each turn are its own plus the saved connections it may use, from memory: a
+connection saved, changed or deleted in this process shows at the next turn; one changed in
+another process (same database) within `SYNC_EVERY` seconds. The tools of a connection pass the
+same policy as any other: its ``id`` is the ``connectionId`` of permission levels, grants and
+gates, and its hints (from the server's annotations, only ever stricter when the connection is
+not trusted) or an admin's override give each tool its safety class.
+
+A tool the model calls runs through the connection's `McpLink`; a result the server marks as an
+error, a failure, a timeout and a dead server all reach the model as a tool error that names
+the way forward. The server's ``instructions`` are stored for admins and never put into a
+prompt.
+
+Secrets are decrypted only to start a link (and to mask them in its log); they are never in a
+response, a row (the store holds their ciphertext), a log line or a prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from .._util import iso, new_id, utc_now
+from ..connections import (
+    AppDefinition,
+    Catalog,
+    CatalogProblem,
+    ListedTool,
+    McpCallFailed,
+    McpLaunch,
+    McpLink,
+    MissingValue,
+    SecretBox,
+    SecretsUnreadable,
+    fill_launch,
+    model_name,
+    tool_prefix,
+)
+from ..connections.catalog import PROTOCOL_MODES, SECRET_TYPES, check_refs
+from ..connections.values import missing_required
+from ..errors import Conflict, InvalidRequest, NotFound
+from ..policy import SAFETY_CLASSES, SafetyClass, ToolHints, classify
+from ..store import Store
+from ..store.connections import (
+    ActivityRecord,
+    ActivityRepo,
+    ConnectionRecord,
+    ConnectionRepo,
+    PrefixTaken,
+)
+from ..store.paging import Page, Position
+from .agent import Agent, SourcedSets
+from .tools import Tool, ToolError, ToolSet
+from .turn import Principal
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "SYNC_EVERY",
+    "ConnectionHub",
+    "ConnectionReadOnly",
+    "ConnectionTool",
+    "InvalidConnection",
+    "NameTaken",
+    "UnknownApp",
+]
+
+log = logging.getLogger("handrail.connections")
+
+#: Seconds a tool call may take unless the connection says otherwise.
+DEFAULT_CALL_TIMEOUT: Final = 60.0
+#: How often a process reads which connections other processes saved, changed or removed.
+SYNC_EVERY: Final = 2.0
+NAME_MAX: Final = 80
+CUSTOM: Final = "custom"
+
+
+class InvalidConnection(InvalidRequest):
+    """A connection's settings cannot be used; ``fields`` names each."""
+
+
+class UnknownApp(InvalidRequest):
+    """``app`` names no definition of the catalog."""
+
+
+class NameTaken(Conflict):
+    """Another connection's tools would start with the same prefix (names too much alike)."""
+
+
+class ConnectionReadOnly(Conflict):
+    """A connection from the configuration file: change the file, not the connection."""
+
+
+class ConnectionUnknown(NotFound):
+    """No connection (saved or configured) has that id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectionTool(Tool):
+    """A tool of a saved connection: its server's own name, and the class an admin fixed for
+    it (None: its hints decide)."""
+
+    server_name: str = ""
+    fixed_class: SafetyClass | None = None
+
+    @property
+    def safety_class(self) -> SafetyClass:
+        return self.safety(True)
+
+    def safety(self, trusted: bool = True) -> SafetyClass:
+        if self.fixed_class is not None:
+            return self.fixed_class
+        return classify(self.hints, trusted=trusted)
+
+
+@dataclass(kw_only=True)
+class _Live:
+    """One saved connection in this process: its row, its link and the tools it offers."""
+
+    record: ConnectionRecord
+    link: McpLink | None = None
+    tool_set: ToolSet | None = None
+    #: Tools left out because their model name is taken (each names both).
+    clashes: list[str] = field(default_factory=list)
+
+    def usable_by(self, agent: str) -> bool:
+        return self.record.agents is None or agent in self.record.agents
+
+
+class ConnectionHub:
+    """The saved connections of one runtime (see the module's docs)."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        catalog: Catalog,
+        secrets: SecretBox,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        sync_every: float = SYNC_EVERY,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.secrets = secrets
+        self.call_timeout = call_timeout
+        self.connect_timeout = connect_timeout
+        self.sync_every = sync_every
+        self.repo = ConnectionRepo(store.db)
+        self.activity = ActivityRepo(store.db)
+        self._live: dict[str, _Live] = {}
+        self._agents: list[Agent] = []
+        self._generation = 0
+        self._cache: dict[str, tuple[int, SourcedSets]] = {}
+        self._sync_task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    # --- life -------------------------------------------------------------------------------
+
+    async def start(self, agents: Iterable[Agent]) -> None:
+        """Serve `agents` and start every saved connection (each waits for its server)."""
+        for agent in agents:
+            self._agents.append(agent)
+            agent.add_tool_source(self.sourced)
+        await self.sync()
+        if self.sync_every > 0:
+            self._sync_task = asyncio.create_task(self._sync_loop(), name="handrail-connections")
+
+    async def aclose(self) -> None:
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sync_task
+        for agent in self._agents:
+            agent.remove_tool_source(self.sourced)
+        self._agents.clear()
+        links = [live.link for live in self._live.values() if live.link is not None]
+        self._live.clear()
+        self._changed()
+        await asyncio.gather(*(link.aclose() for link in links), return_exceptions=True)
+
+    async def _sync_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sync_every)
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("reading the saved connections failed")
+
+    async def sync(self) -> None:
+        """Bring this process's links in line with the saved connections."""
+        async with self._lock:
+            versions = await self.repo.versions()
+            for connection_id in [c for c in self._live if c not in versions]:
+                await self._stop(connection_id)
+            todo = [
+                c
+                for c, version in versions.items()
+                if c not in self._live or self._live[c].record.version != version
+            ]
+            records = [await self.repo.get(c) for c in todo]
+            await asyncio.gather(*(self._restart(r) for r in records if r is not None))
+
+    def _changed(self) -> None:
+        self._generation += 1
+
+    # --- the tool source ----------------------------------------------------------------------
+
+    def sourced(self, agent: Agent) -> SourcedSets:
+        """The tool sets of the saved connections `agent` may use, as they are now."""
+        cached = self._cache.get(agent.name)
+        if cached is not None and cached[0] == self._generation:
+            return cached[1]
+        sets = tuple(
+            live.tool_set
+            for live in sorted(self._live.values(), key=lambda one: one.record.id)
+            if live.tool_set is not None and live.usable_by(agent.name)
+        )
+        result = SourcedSets(tool_sets=sets)
+        self._cache[agent.name] = (self._generation, result)
+        return result
+
+    # --- starting links ---------------------------------------------------------------------
+
+    async def _stop(self, connection_id: str) -> None:
+        live = self._live.pop(connection_id, None)
+        self._changed()
+        if live is not None and live.link is not None:
+            await live.link.aclose()
+
+    async def _restart(self, record: ConnectionRecord) -> _Live:
+        old = self._live.get(record.id)
+        if old is not None and old.link is not None:
+            await old.link.aclose()
+        live = _Live(record=record)
+        self._live[record.id] = live
+        self._changed()
+        await self._start(live)
+        return live
+
+    async def _start(self, live: _Live) -> None:
+        record = live.record
+        if record.kind == "actions":
+            await self._set_status(live, "error", "Action set connections are not offered yet.")
+            return
+        try:
+            launch, secrets = self._launch_of(record)
+        except (MissingValue, SecretsUnreadable) as exc:
+            await self._set_status(live, "error", _sentence(str(exc)))
+            return
+        link = McpLink(
+            name=record.name,
+            launch=launch,
+            secrets=list(secrets.values()),
+            call_timeout=record.call_timeout or self.call_timeout,
+            connect_timeout=self.connect_timeout,
+        )
+        live.link = link
+        await link.start()
+        if self._live.get(record.id) is not live:
+            await link.aclose()  # removed or replaced meanwhile
+            return
+        if link.state == "connected":
+            await self._listed(live, link.tools, link.instructions)
+        else:
+            await self._set_status(live, "error", link.message or "The server did not start.")
+
+    def _launch_of(self, record: ConnectionRecord) -> tuple[McpLaunch, dict[str, str]]:
+        secrets = self.secrets.open(record.secrets)
+        if record.app == CUSTOM:
+            launch = _launch_from_json(record.launch or {}, record.kind, record.protocol)
+        else:
+            definition = self.catalog.get(record.app)
+            if definition is None or definition.mcp is None:
+                raise MissingValue(
+                    f"the app {record.app!r} is not in the catalog any more; add its "
+                    "definition back, or remove this connection"
+                )
+            missing = missing_required(definition, record.settings, secrets)
+            if missing:
+                raise MissingValue(
+                    f"the required settings {', '.join(missing)} are not set; set them on the "
+                    "connection"
+                )
+            launch = dataclasses.replace(definition.mcp, protocol=record.protocol)  # type: ignore[arg-type]
+        return fill_launch(launch, record.settings, secrets), secrets
+
+    async def _listed(
+        self, live: _Live, tools: Sequence[ListedTool], instructions: str | None
+    ) -> None:
+        listing = [t.to_json() for t in tools]
+        live.record = dataclasses.replace(
+            live.record, tools=listing, server_instructions=instructions
+        )
+        self._build_tool_set(live)
+        message = "; ".join(live.clashes) if live.clashes else None
+        await self._set_status(live, "error" if message else "connected", message, listed=True)
+
+    async def _set_status(
+        self, live: _Live, state: str, message: str | None, *, listed: bool = False
+    ) -> None:
+        status: dict[str, Any] = {
+            "state": state,
+            "toolCount": len(live.tool_set.tools) if live.tool_set is not None else 0,
+            "listedAt": iso(utc_now()) if listed else live.record.status.get("listedAt"),
+        }
+        if message:
+            status["message"] = message
+        live.record = dataclasses.replace(live.record, status=status)
+        self._changed()
+        await self.repo.set_status(
+            live.record.id,
+            status,
+            tools=live.record.tools if listed else None,
+            server_instructions=live.record.server_instructions,
+        )
+
+    def _build_tool_set(self, live: _Live) -> None:
+        """The tools of a listed connection, named for the model, with their classes."""
+        record = live.record
+        link = live.link
+        taken = self._static_names()
+        tools: list[Tool] = []
+        live.clashes = []
+        seen: dict[str, str] = {}
+        for data in record.tools:
+            listed = ListedTool.from_json(data)
+            name = model_name(record.prefix, listed.name)
+            if name in taken:
+                live.clashes.append(
+                    f"its tool {listed.name} would be called {name}, which is the name of a tool "
+                    f"of {taken[name]}: rename the connection"
+                )
+                continue
+            if name in seen:
+                live.clashes.append(
+                    f"its tools {seen[name]} and {listed.name} would both be called {name}"
+                )
+                continue
+            seen[name] = listed.name
+            override = record.overrides.get(listed.name)
+            tools.append(
+                ConnectionTool(
+                    name=name,
+                    description=_description(listed, record.name),
+                    input_schema=dict(listed.input_schema),
+                    function=_caller(link, listed.name, record.name),
+                    hints=ToolHints.from_annotations(listed.annotations),
+                    server_name=listed.name,
+                    fixed_class=cast(SafetyClass, override) if override else None,
+                )
+            )
+        live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
+        self._changed()
+
+    def _static_names(self) -> dict[str, str]:
+        """Every tool name of the agents' own connections, with the connection's name."""
+        names: dict[str, str] = {}
+        for agent in self._agents:
+            for tool_set in agent._sets.values():
+                for name in tool_set.tools:
+                    names.setdefault(name, f"the connection {tool_set.name!r}")
+        return names
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def config_connections(self) -> dict[str, tuple[ToolSet, list[str]]]:
+        """The connections of the configuration (the agents' own tool sets with tools), with
+        the agents that have them."""
+        found: dict[str, tuple[ToolSet, list[str]]] = {}
+        for agent in self._agents:
+            for connection_id, tool_set in agent._sets.items():
+                if not tool_set.tools:
+                    continue
+                entry = found.setdefault(connection_id, (tool_set, []))
+                entry[1].append(agent.name)
+        return found
+
+    def saved(self) -> list[ConnectionRecord]:
+        return sorted((live.record for live in self._live.values()), key=lambda r: r.created)
+
+    def live_record(self, connection_id: str) -> ConnectionRecord | None:
+        live = self._live.get(connection_id)
+        return live.record if live is not None else None
+
+    def tool_set_of(self, connection_id: str) -> ToolSet | None:
+        live = self._live.get(connection_id)
+        if live is not None:
+            return live.tool_set
+        config = self.config_connections().get(connection_id)
+        return config[0] if config else None
+
+    def visible_to(self, principal: Principal, agents: Sequence[str]) -> list[ConnectionRecord]:
+        """The saved connections `principal` may read: every one for an admin, else those an
+        agent of `agents` may use."""
+        records = self.saved()
+        if principal.is_admin:
+            return records
+        return [r for r in records if r.agents is None or set(r.agents) & set(agents)]
+
+    async def record_of(self, connection_id: str) -> ConnectionRecord:
+        """The saved connection (read again when another process saved it)."""
+        record = self.live_record(connection_id)
+        if record is None:
+            record = await self.repo.get(connection_id)
+        if record is None:
+            if connection_id in self.config_connections():
+                raise ConnectionReadOnly(
+                    f"The connection {connection_id!r} comes from the configuration file; "
+                    "change it there and restart the server."
+                )
+            raise ConnectionUnknown(f"No connection has the id {connection_id!r}.")
+        return record
+
+    async def activity_page(
+        self, *, limit: int, after: Position | None
+    ) -> Page[ActivityRecord]:
+        return await self.activity.list_page(limit=limit, after=after)
+
+    # --- changes ------------------------------------------------------------------------------
+
+    async def create(self, principal: Principal, body: Mapping[str, Any]) -> ConnectionRecord:
+        """Save a new connection from a checked ``POST /connections`` body and start it."""
+        app = str(body["app"])
+        definition = self._definition(app)
+        kind = definition.kind if definition is not None else str(body.get("kind") or "")
+        fields: dict[str, str] = {}
+        launch = self._custom_launch(body, kind, fields) if definition is None else None
+        if definition is not None:
+            for key in ("kind", "mcp", "actions"):
+                if key in body:
+                    fields[key] = f"is for custom connections only; the app {app} says it"
+        settings = self._settings(definition, body.get("settings") or {}, fields)
+        secrets = self._secret_values(definition, body.get("secrets") or {}, fields)
+        overrides = _overrides(body.get("overrides") or {}, fields)
+        agents = self._agent_names(body.get("agents"), fields)
+        name = str(body["name"]).strip()
+        protocol = str(body.get("protocol") or (launch or {}).get("protocol") or "auto")
+        if fields:
+            raise _invalid(fields)
+        prefix = tool_prefix(name)
+        self._check_prefix(prefix, name, None)
+        now = utc_now()
+        instructions = None
+        if definition is not None and definition.agent_instructions is not None:
+            template = definition.agent_instructions
+            instructions = {
+                "enabled": True,
+                "text": template.text,
+                "template": {"id": template.id, "version": template.version},
+            }
+        record = ConnectionRecord(
+            id=new_id(),
+            app=app,
+            name=name,
+            prefix=prefix,
+            kind=kind,
+            protocol=protocol,
+            launch=launch,
+            settings=settings,
+            secrets=self.secrets.seal(secrets),
+            secret_keys=tuple(sorted(secrets)),
+            trusted=bool(body.get("trusted", False)),
+            agents=agents,
+            overrides=overrides,
+            agent_instructions=instructions,
+            status={"state": "starting", "toolCount": 0, "listedAt": None},
+            call_timeout=_timeout(body.get("timeout")),
+            created=now,
+            updated=now,
+        )
+        try:
+            await self.repo.add(record)
+        except PrefixTaken:
+            raise self._name_taken(prefix, name) from None
+        await self.activity.add(
+            actor=principal.user_id,
+            action="connection.created",
+            subject=record.id,
+            changes=_public_changes(record, _CREATE_FIELDS),
+        )
+        async with self._lock:
+            live = await self._restart(record)
+        return live.record
+
+    async def update(
+        self, principal: Principal, connection_id: str, body: Mapping[str, Any]
+    ) -> ConnectionRecord:
+        """Apply a checked ``PATCH /connections/{id}`` body; the link starts again when what
+        it runs on changed."""
+        record = await self.record_of(connection_id)
+        definition = self._definition(record.app) if record.app != CUSTOM else None
+        fields: dict[str, str] = {}
+        changes: dict[str, Any] = {}
+        if "name" in body:
+            name = str(body["name"]).strip()
+            changes["name"] = name
+            changes["prefix"] = tool_prefix(name)
+        if "settings" in body:
+            merged = {**record.settings}
+            for key, value in (body["settings"] or {}).items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            changes["settings"] = self._settings(definition, merged, fields)
+        if "secrets" in body:
+            if definition is None and record.app != CUSTOM:
+                fields["secrets"] = "cannot be checked: the app is not in the catalog"
+            current = self.secrets.open(record.secrets) if record.secrets else {}
+            for key, value in (body["secrets"] or {}).items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            checked = self._secret_values(definition, current, fields)
+            changes["secrets"] = self.secrets.seal(checked)
+            changes["secret_keys"] = tuple(sorted(checked))
+        if "trusted" in body:
+            changes["trusted"] = bool(body["trusted"])
+        if "agents" in body:
+            changes["agents"] = self._agent_names(body["agents"], fields)
+        if "overrides" in body:
+            changes["overrides"] = _overrides(body["overrides"] or {}, fields)
+        if "protocol" in body:
+            changes["protocol"] = str(body["protocol"])
+        if "timeout" in body:
+            changes["call_timeout"] = _timeout(body["timeout"])
+        if "mcp" in body:
+            if record.app != CUSTOM:
+                fields["mcp"] = f"is for custom connections only; the app {record.app} says it"
+            else:
+                changes["launch"] = self._custom_launch(body, record.kind, fields)
+        if fields:
+            raise _invalid(fields)
+        if "prefix" in changes and changes["prefix"] != record.prefix:
+            self._check_prefix(changes["prefix"], changes["name"], record.id)
+        elif "prefix" in changes:
+            del changes["prefix"]
+        try:
+            updated = await self.repo.update(record.id, record.version, changes)
+        except PrefixTaken:
+            raise self._name_taken(changes.get("prefix", ""), changes.get("name", "")) from None
+        await self.activity.add(
+            actor=principal.user_id,
+            action="connection.updated",
+            subject=record.id,
+            changes=_public_changes(updated, changes, body=body),
+        )
+        async with self._lock:
+            live = await self._restart(updated)
+        return live.record
+
+    async def delete(self, principal: Principal, connection_id: str) -> None:
+        """Remove a saved connection: its tools leave the next turn, its server stops."""
+        record = await self.record_of(connection_id)
+        await self.repo.delete(record.id)
+        await self.activity.add(
+            actor=principal.user_id,
+            action="connection.deleted",
+            subject=record.id,
+            changes={"name": record.name, "app": record.app},
+        )
+        async with self._lock:
+            await self._stop(record.id)
+
+    async def refresh(self, principal: Principal, connection_id: str) -> ConnectionRecord:
+        """List the connection's tools again (starting its server again when it is down)."""
+        record = await self.record_of(connection_id)
+        live = self._live.get(record.id)
+        if live is None or live.link is None:
+            async with self._lock:
+                live = await self._restart(record)
+        else:
+            try:
+                tools = await live.link.refresh()
+            except McpCallFailed as exc:
+                await self._set_status(live, "error", str(exc))
+            else:
+                await self._listed(live, tools, live.link.instructions)
+        await self.activity.add(
+            actor=principal.user_id,
+            action="connection.refreshed",
+            subject=record.id,
+            changes={"toolCount": live.record.status.get("toolCount", 0)},
+        )
+        return live.record
+
+    # --- checks ---------------------------------------------------------------------------------
+
+    def _definition(self, app: str) -> AppDefinition | None:
+        if app == CUSTOM:
+            return None
+        definition = self.catalog.get(app)
+        if definition is None:
+            raise UnknownApp(
+                f"No app of the catalog is named {app!r}; the apps are "
+                f"{', '.join(self.catalog.slugs) or 'none'}, or custom.",
+                fields={"app": f"must be one of {', '.join([*self.catalog.slugs, CUSTOM])}"},
+            )
+        return definition
+
+    def _custom_launch(
+        self, body: Mapping[str, Any], kind: str, fields: dict[str, str]
+    ) -> dict[str, Any] | None:
+        if kind not in ("mcp-stdio", "mcp-http"):
+            fields["kind"] = "a custom connection needs kind mcp-stdio or mcp-http"
+            return None
+        mcp = body.get("mcp")
+        if not isinstance(mcp, Mapping):
+            fields["mcp"] = (
+                'is required: {"command", "args", "env"} for mcp-stdio, {"url", "headers"} for '
+                "mcp-http"
+            )
+            return None
+        problems = _FieldProblems(fields)
+        if kind == "mcp-stdio":
+            command = mcp.get("command")
+            if not isinstance(command, str) or not command.strip():
+                fields["mcp.command"] = "is required: the command that starts the server"
+                return None
+            for key in ("url", "headers"):
+                if key in mcp:
+                    fields[f"mcp.{key}"] = "is for mcp-http connections"
+            args = [str(a) for a in mcp.get("args") or []]
+            env = {str(k): str(v) for k, v in (mcp.get("env") or {}).items()}
+            check_refs(problems, "mcp.command", command, None, secrets_allowed=False)
+            for index, arg in enumerate(args):
+                check_refs(problems, f"mcp.args[{index}]", arg, None, secrets_allowed=False)
+            for key, value in env.items():
+                check_refs(problems, f"mcp.env.{key}", value, None, secrets_allowed=True)
+            return {"command": command.strip(), "args": args, "env": env}
+        url = mcp.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            fields["mcp.url"] = "is required: the server's streamable HTTP URL (http or https)"
+            return None
+        for key in ("command", "args", "env"):
+            if key in mcp:
+                fields[f"mcp.{key}"] = "is for mcp-stdio connections"
+        headers = {str(k): str(v) for k, v in (mcp.get("headers") or {}).items()}
+        check_refs(problems, "mcp.url", url, None, secrets_allowed=False)
+        for key, value in headers.items():
+            check_refs(problems, f"mcp.headers.{key}", value, None, secrets_allowed=True)
+        return {"url": url, "headers": headers}
+
+    def _settings(
+        self, definition: AppDefinition | None, values: Mapping[str, Any], fields: dict[str, str]
+    ) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, value in values.items():
+            where = f"settings.{key}"
+            if definition is not None:
+                declared = definition.field(key)
+                if declared is None:
+                    known = ", ".join(f.key for f in definition.config if not f.is_secret)
+                    fields[where] = f"is not a setting of {definition.slug}; the settings are " + (
+                        known or "none"
+                    )
+                    continue
+                if declared.type in SECRET_TYPES:
+                    fields[where] = f"is a {declared.type}: send it in secrets, not settings"
+                    continue
+                if declared.type == "url" and not str(value).startswith(("http://", "https://")):
+                    fields[where] = "must be an http(s) URL"
+                    continue
+            if not isinstance(value, str):
+                fields[where] = "must be text"
+                continue
+            out[key] = value
+        return out
+
+    def _secret_values(
+        self, definition: AppDefinition | None, values: Mapping[str, Any], fields: dict[str, str]
+    ) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, value in values.items():
+            where = f"secrets.{key}"
+            if definition is not None:
+                declared = definition.field(key)
+                if declared is None or not declared.is_secret:
+                    known = ", ".join(f.key for f in definition.config if f.is_secret)
+                    fields[where] = f"is not a secret of {definition.slug}; the secrets are " + (
+                        known or "none"
+                    )
+                    continue
+            if not isinstance(value, str) or not value:
+                fields[where] = "must be non-empty text"
+                continue
+            out[key] = value
+        return out
+
+    def _agent_names(self, value: Any, fields: dict[str, str]) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        known = {agent.name for agent in self._agents}
+        names = [str(v) for v in value]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            fields["agents"] = (
+                f"names no agent: {', '.join(unknown)}; the agents are {', '.join(sorted(known))}"
+            )
+        return tuple(dict.fromkeys(names))
+
+    def _check_prefix(self, prefix: str, name: str, own_id: str | None) -> None:
+        for live in self._live.values():
+            if live.record.prefix == prefix and live.record.id != own_id:
+                raise self._name_taken(prefix, name, live.record)
+
+    def _name_taken(
+        self, prefix: str, name: str, other: ConnectionRecord | None = None
+    ) -> NameTaken:
+        if other is None:
+            other = next((live.record for live in self._live.values() if live.record.prefix == prefix), None)
+        them = f"the connection {other.name!r} ({other.id})" if other else "another connection"
+        return NameTaken(
+            f"The name {name!r} makes the tools' names start with {prefix}_, as those of {them} "
+            "do; choose a name that differs in its letters or digits.",
+            code="CONNECTION_NAME_TAKEN",
+            fields={"name": f"its tools would clash with those of {them}"},
+        )
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+class _FieldProblems:
+    """`check_refs`'s problem sink, writing into a route's ``fields``."""
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self.fields = fields
+
+    def add(self, path: str, message: str, fix: str) -> None:
+        self.fields.setdefault(path, f"{message}; {fix}")
+
+
+def _invalid(fields: Mapping[str, str]) -> InvalidConnection:
+    return InvalidConnection(
+        "The connection cannot be saved as it is. See fields.",
+        code="body-validation-failed",
+        fields=dict(sorted(fields.items())),
+    )
+
+
+def _overrides(value: Mapping[str, Any], fields: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for tool, safety in value.items():
+        if safety not in SAFETY_CLASSES:
+            fields[f"overrides.{tool}"] = f"must be one of {', '.join(SAFETY_CLASSES)}"
+            continue
+        out[str(tool)] = str(safety)
+    return out
+
+
+def _timeout(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _launch_from_json(data: Mapping[str, Any], kind: str, protocol: str) -> McpLaunch:
+    mode = protocol if protocol in PROTOCOL_MODES else "auto"
+    if kind == "mcp-http":
+        return McpLaunch(
+            transport="http",
+            url=str(data.get("url") or ""),
+            headers=dict(data.get("headers") or {}),
+            protocol=mode,  # type: ignore[arg-type]
+        )
+    return McpLaunch(
+        transport="stdio",
+        command=str(data.get("command") or ""),
+        args=tuple(data.get("args") or ()),
+        env=dict(data.get("env") or {}),
+        protocol=mode,  # type: ignore[arg-type]
+    )
+
+
+def _description(listed: ListedTool, connection: str) -> str:
+    text = (listed.description or listed.title or "").strip()
+    return text or f"The tool {listed.name} of {connection}."
+
+
+def _caller(link: McpLink | None, tool: str, connection: str) -> Any:
+    async def call(**arguments: Any) -> Any:
+        if link is None:
+            raise ToolError(
+                f"The connection {connection} has no server to call. Tell the user; an admin can "
+                "fix it in the connection's settings."
+            )
+        try:
+            outcome = await link.call(tool, arguments)
+        except McpCallFailed as exc:
+            raise ToolError(str(exc)) from None
+        if outcome.is_error:
+            raise ToolError(outcome.error_text)
+        return outcome.content
+
+    call.__name__ = tool
+    return call
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+_CREATE_FIELDS: Final = ("app", "name", "kind", "settings", "trusted", "agents", "overrides")
+
+
+def _public_changes(
+    record: ConnectionRecord, changed: Iterable[str], *, body: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What an activity record says changed: the new public values, and only the names of
+    the secrets set or removed (never a value)."""
+    out: dict[str, Any] = {}
+    for name in changed:
+        if name in ("secrets", "secret_keys", "prefix"):
+            continue
+        if name == "call_timeout":
+            out["timeout"] = record.call_timeout
+        elif name == "launch":
+            out["mcp"] = record.launch
+        elif name == "agents":
+            out["agents"] = None if record.agents is None else list(record.agents)
+        else:
+            out[name] = getattr(record, name)
+    sent = (body or {}).get("secrets")
+    if isinstance(sent, Mapping):
+        out["secrets"] = {
+            "set": sorted(k for k, v in sent.items() if v is not None),
+            "removed": sorted(k for k, v in sent.items() if v is None),
+        }
+    elif body is None and record.secret_keys:
+        out["secrets"] = {"set": list(record.secret_keys), "removed": []}
+    return out
+
+
+def problems_json(problems: Sequence[CatalogProblem]) -> list[dict[str, Any]]:
+    return [p.to_json() for p in problems]

@@ -1,0 +1,205 @@
+"""Turns that survive a crash: leases, heartbeats and taking a turn over.
+
+A turn that still has work to do after committed input (an answer, or a message that
+cancelled a pending ask) holds a lease on its history, written in the same transaction as that
+input (`Runtime.new_lease`). While it runs, `Recovery.heartbeat` renews it every third of
+`Runtime.lease_s`; its last change releases it. When a process stops (a crash, ``kill -9``),
+its leases lapse, and any live process takes the turn over, at most one per lease:
+
+- the sweeper (`Recovery.start`, run by the server) claims lapsed leases every half lease;
+- a prompt on a history whose lease belongs to another process waits for that turn
+  (`Recovery.settle`), and takes it over itself once it lapses, so whatever the stopped turn
+  did (an uncertain call, a reply) is known before the new turn starts.
+
+Taking over an answer runs its gate's `recover`: a model ask's answer goes to the model again;
+a held tool call that may have run is reported ``TOOL_EXECUTION_UNCERTAIN`` instead of being
+run twice (unless the tool is read-only or idempotent); a confirmation never consumed is sent
+once, one consumed is ``uncertain`` at once. When nothing can be done the answer is undone and
+the ask is pending again. Taking over a message runs the model on the stored conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+from typing import TYPE_CHECKING, Final
+
+from .._util import utc_now
+from ..asks import PendingAsk
+from ..store import Store, TurnLease, TurnState
+from .gate import Answer
+from .messages import messages_from_json
+from .prompting import build_turn_setup
+from .rows import rows_to_messages
+from .steps import TurnRun
+from .turn import Principal, Turn
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+__all__ = ["DEFAULT_LEASE_S", "Recovery"]
+
+log = logging.getLogger("handrail.runtime")
+
+#: How long a turn's lease lasts without a heartbeat: short enough that a person does not
+#: notice a takeover, long enough that a busy process renews it in time.
+DEFAULT_LEASE_S: Final = 10.0
+
+
+class Recovery:
+    """The leases of one runtime: renewing its own, taking over lapsed ones."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._sweeper: asyncio.Task[None] | None = None
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    def _until(self) -> dt.datetime:
+        return utc_now() + dt.timedelta(seconds=self.runtime.lease_s)
+
+    async def heartbeat(self, history_id: str) -> None:
+        """Renew this runtime's lease on `history_id` until cancelled or lost."""
+        every = self.runtime.lease_s / 3
+        while True:
+            await asyncio.sleep(every)
+            try:
+                held = await self.store.leases.heartbeat(
+                    history_id, self.runtime.owner, self._until()
+                )
+            except Exception:
+                log.warning("could not renew the turn lease of %s", history_id, exc_info=True)
+                continue
+            if not held:
+                return
+
+    def start(self) -> None:
+        """Sweep for lapsed leases every half lease, until `stop`."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep_forever(), name="handrail-recovery")
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.runtime.lease_s / 2)
+            try:
+                await self.sweep()
+            except Exception:
+                log.warning("the sweep for lapsed turns failed", exc_info=True)
+
+    async def sweep(self) -> list[Turn]:
+        """Take over every lapsed lease this runtime can claim; the turns it started."""
+        now = utc_now()
+        turns: list[Turn] = []
+        for lease in await self.store.leases.lapsed(now):
+            turn = await self.take_over(lease, now)
+            if turn is not None:
+                turns.append(turn)
+        return turns
+
+    async def take_over(self, lease: TurnLease, now: dt.datetime | None = None) -> Turn | None:
+        """Claim a lapsed lease and run the rest of its turn; None when another process
+        claimed it first (or it was renewed or released)."""
+        moment = now or utc_now()
+        claimed = await self.store.leases.claim(lease, self.runtime.owner, self._until(), moment)
+        if claimed is None:
+            return None
+        log.warning(
+            "taking over the turn on history %s from %s (its lease lapsed at %s)",
+            lease.history_id,
+            lease.owner,
+            lease.until.isoformat(),
+        )
+        return await self._resume(claimed)
+
+    async def settle(self, state: TurnState) -> TurnState | None:
+        """Wait until the history's turn lease (of another process) is released, taking the
+        turn over once it lapses; then the history as it is. Bounded by a few leases."""
+        history_id = state.history.id
+        deadline = asyncio.get_running_loop().time() + 3 * self.runtime.lease_s
+        current: TurnState | None = state
+        while current is not None and current.lease is not None:
+            lease = current.lease
+            if lease.owner == self.runtime.owner:
+                return current  # this process's own turn: it finishes by itself
+            if lease.until < utc_now():
+                turn = await self.take_over(lease)
+                if turn is not None:
+                    await turn.wait()
+            elif asyncio.get_running_loop().time() > deadline:
+                log.warning("the turn on history %s kept its lease; going on", history_id)
+                return current
+            else:
+                await asyncio.sleep(min(0.2, self.runtime.lease_s / 4))
+            current = await self.store.load_turn(history_id)
+        return current
+
+    async def _resume(self, lease: TurnLease) -> Turn | None:
+        """Run the rest of a taken-over turn as a new task of this runtime."""
+        runtime = self.runtime
+        state = await self.store.load_turn(lease.history_id)
+        if state is None:  # deleted meanwhile
+            await self.store.leases.release(lease.history_id, runtime.owner)
+            return None
+        history, rows = state.history, state.rows
+        agent = runtime.agent_for(history)
+        model = runtime.model_for(agent)
+        surface = lease.state.get("surface", "full")
+        setup = build_turn_setup(
+            agent, model, surface if surface in ("full", "compact") else "full"
+        )
+        principal = Principal(user_id=history.owner_id)
+        turn = Turn(history.id)
+        if lease.state.get("kind") == "answer":
+            pending = PendingAsk.from_json(lease.state["pending"])
+            answer = Answer(
+                envelope=dict(lease.state["answer"]), scope=lease.state.get("scope", "once")
+            )
+            prompt_index = pending.prompt_index if pending.prompt_index is not None else len(rows)
+            replay = rows_to_messages(r.data for r in rows[:prompt_index])
+            run = TurnRun(
+                turn=turn,
+                history=history,
+                principal=principal,
+                agent=agent,
+                model=model,
+                setup=setup,
+                messages=[*replay, *messages_from_json(pending.response_messages or [])],
+                turn_start=len(replay),
+                prompt_index=prompt_index,
+                log_prompt=json.dumps(answer.envelope, ensure_ascii=False),
+                metadata={"ask": {"toolCallId": pending.tool_call_id, "phase": "recovered"}},
+                lease_owner=runtime.owner,
+            )
+            work = runtime._answer_turn(run, pending, answer, recovering=True)
+        else:
+            messages = rows_to_messages(r.data for r in rows)
+            run = TurnRun(
+                turn=turn,
+                history=history,
+                principal=principal,
+                agent=agent,
+                model=model,
+                setup=setup,
+                messages=messages,
+                turn_start=len(messages),
+                prompt_index=len(rows),
+                row_count=len(rows),
+                log_prompt=str(lease.state.get("prompt", "")),
+                metadata={"phase": "recovered"},
+                lease_owner=runtime.owner,
+            )
+            work = runtime._run_steps(run)
+        runtime._spawn(turn, work, leased=True)
+        return turn
