@@ -19,6 +19,7 @@ loop serves the requests, so no failure is raised inside Hypothesis: each is rec
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import datetime as dt
 import json
@@ -41,6 +42,8 @@ from schemathesis import GenerationMode
 from server_helpers import CONFIRM, TOKENS, Api
 
 from handrail.demo.agent import ANNOUNCEMENT, DATABASE, INVOICE_FORM, PLAN_PICKER, RECEIPT
+from handrail.server.paging import encode_cursor
+from handrail.store.paging import Position
 
 __all__ = [
     "Figures",
@@ -151,6 +154,58 @@ RAW_BODIES: Final[list[bytes]] = [
     b"\x00\x00\x00\x00",
 ]
 
+#: The content types sent with raw bodies.
+RAW_TYPES: Final = [
+    "application/json",
+    "application/json; charset=utf-16",
+    None,
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data",
+    "multipart/form-data; boundary=b",
+]
+MULTIPART_TYPES: Final = [
+    "multipart/form-data; boundary=b",
+    "multipart/form-data",
+    "multipart/form-data; boundary=",
+    'multipart/form-data; boundary="b\x00"',
+    "application/json",
+    None,
+]
+
+
+def _part(disposition: bytes, content: bytes = b"hello", end: bytes = b"--b--\r\n") -> bytes:
+    return (
+        b"--b\r\nContent-Disposition: form-data; " + disposition + b"\r\n"
+        b"Content-Type: text/plain\r\n\r\n" + content + b"\r\n" + end
+    )
+
+
+#: Multipart bodies (boundary ``b``): cut, nameless, hostile names, two files, odd headers.
+RAW_MULTIPART: Final[list[bytes]] = [
+    _part(b'name="file"; filename="a.txt"'),
+    _part(b'name="file"; filename="a.txt"', end=b""),
+    _part(b'name="file"; filename="a.txt"', end=b"--b"),
+    _part(b'name="file"'),
+    _part(b'name="file"; filename=""'),
+    _part(b'name="file"; filename="."'),
+    _part(b'name="file"; filename=".."'),
+    _part(b'name="file"; filename="../../etc/passwd"'),
+    _part(b'name="file"; filename="a\x00b.txt"'),
+    _part(b'name="file"; filename="\xed\xa0\xbd.txt"'),
+    _part(b'name="file"; filename="\xff\xfe.txt"'),
+    _part(b"name=\"file\"; filename*=UTF-8''%F0%9F%98%80.txt"),
+    _part(b'name="file"; filename="' + b"n" * 5000 + b'"'),
+    _part(b'name="other"; filename="a.txt"'),
+    _part(b'name="file"; filename="a.txt"', end=b"") + _part(b'name="file"; filename="b.txt"'),
+    _part(b'name="file"; filename="a.txt"', content=b"\x00" * 1000),
+    _part(b'name="file"; filename="a.txt"', content=b"--b\r\n"),
+    b"--b--\r\n",
+    b"",
+    b"--b\r\n\r\n\r\n--b--\r\n",
+    b"--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--\r\n",
+]
+
 #: Path segments as sent (already percent-encoded where it matters).
 HOSTILE_SEGMENTS: Final = [
     "%00",
@@ -194,6 +249,41 @@ HOSTILE_QUERY_VALUES: Final = [
     "eyJ4IjoxfQ",
     "%7B%7D",
 ]
+
+
+#: Times a cursor may name: the ends of what Python, SQLite and PostgreSQL hold, and past them.
+CURSOR_MICROS: Final = [
+    0,
+    -1,
+    2**31,
+    2**53,
+    2**63,
+    -(2**63),
+    10**40,
+    253_402_300_799_999_999,  # 9999-12-31T23:59:59.999999Z
+    253_402_300_800_000_000,
+    -62_135_596_800_000_000,  # 0001-01-01
+    -62_135_596_800_000_001,
+]
+
+
+def forged_cursors(path: str) -> st.SearchStrategy[str]:
+    """Cursors shaped like the server's own for alice's list at `path` (so they pass its
+    checks of list and caller), naming hostile times and ids."""
+    list_name = "pendingAsks" if path.endswith("pendingAsks") else path.rsplit("/", 1)[-1]
+    real = encode_cursor(list_name, "alice", Position(at=dt.datetime.now(dt.UTC), id="0" * 24))
+    payload = json.loads(base64.urlsafe_b64decode(real + "=" * (-len(real) % 4)))
+
+    def forge(micros: Any, item_id: Any) -> str:
+        forged = [*payload[:3], micros, item_id]
+        raw = json.dumps(forged).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+    return st.builds(
+        forge,
+        st.one_of(st.sampled_from(CURSOR_MICROS), st.integers(), hostile_scalar),
+        st.one_of(st.just("f" * 24), st.sampled_from(["0" * 24, "F" * 24, ""]), hostile_text),
+    )
 
 
 # --- what gets sent ----------------------------------------------------------------------------
@@ -508,6 +598,8 @@ def requests_for(operation: _Operation, seeded: Seeded) -> st.SearchStrategy[Pla
         if query_names and draw(st.booleans()):
             name = draw(st.sampled_from(query_names))
             pairs.append(f"{name}={draw(st.sampled_from(HOSTILE_QUERY_VALUES))}")
+        if "cursor" in query_names and draw(st.booleans()):
+            pairs.append("cursor=" + draw(forged_cursors(operation.path)))
         url = path + ("?" + "&".join(pairs) if pairs else "")
 
         body: dict[str, Any] = {
@@ -520,6 +612,8 @@ def requests_for(operation: _Operation, seeded: Seeded) -> st.SearchStrategy[Pla
             st.sampled_from(
                 ["domain", "mutated", "domain", "raw", "hostile", "case"]
                 if json_body
+                else ["raw", "case"]
+                if operation.has_body
                 else ["case", "case", "case", "raw"]
             )
         )
@@ -527,11 +621,12 @@ def requests_for(operation: _Operation, seeded: Seeded) -> st.SearchStrategy[Pla
             body = {"json": draw(mutated(base["json"]))}
         elif kind == "hostile":
             body = {"json": draw(hostile_value)}
+        elif kind == "raw" and operation.media == "multipart/form-data":
+            body = {"content": draw(st.sampled_from(RAW_MULTIPART))}
+            content_type = draw(st.sampled_from(MULTIPART_TYPES))
         elif kind == "raw":
             body = {"content": draw(st.sampled_from(RAW_BODIES))}
-            content_type = draw(
-                st.sampled_from(["application/json", "application/json; charset=utf-16", None])
-            )
+            content_type = draw(st.sampled_from(RAW_TYPES))
         elif (
             kind == "domain"
             and operation.fields
@@ -606,6 +701,7 @@ class Figures:
     stored_by_refused: list[str] = field(default_factory=list)
     max_latency: float = 0.0
     slowest: str = ""
+    unsendable: int = 0
 
     @property
     def failures(self) -> list[str]:
@@ -613,6 +709,7 @@ class Figures:
 
     def merge(self, other: Figures) -> None:
         self.cases += other.cases
+        self.unsendable += other.unsendable
         self.by_status.update(other.by_status)
         self.by_operation.update(other.by_operation)
         self.server_errors += other.server_errors
@@ -709,7 +806,14 @@ class Fuzzer:
 
     async def send(self, planned: Planned) -> None:
         figures = self.figures
-        request = self._request(planned, await self._pending(planned.pending_in))
+        tool_call_id = await self._pending(planned.pending_in)
+        try:
+            request = self._request(planned, tool_call_id)
+            request.read()
+        except (TypeError, ValueError, AttributeError):
+            # A case httpx cannot encode (a number as a multipart field): never sent.
+            figures.unsendable += 1
+            return
         before = await db_state(self.api)
         stored_before = blobs(self.blob_dir)
         seen_logs = len(self.logs.records)
@@ -779,12 +883,20 @@ def run_examples(
 
 
 async def fuzz_operations(
-    fuzzer: Fuzzer, document: Mapping[str, Any], seeded: Seeded, examples: int
+    fuzzer: Fuzzer,
+    document: Mapping[str, Any],
+    seeded: Seeded,
+    examples: int,
+    *,
+    deadline: float | None = None,
 ) -> list[str]:
-    """`examples` requests for every operation of `document`; returns the operations."""
+    """`examples` requests for every operation of `document`; returns the operations. Past
+    `deadline` (a `time.monotonic` time) nothing more is sent."""
     loop = asyncio.get_running_loop()
 
     def submit(planned: Planned) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            return
         asyncio.run_coroutine_threadsafe(fuzzer.send(planned), loop).result(timeout=300)
 
     names = []

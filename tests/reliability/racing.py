@@ -6,9 +6,10 @@ database, alice, and an agent (imported from a module written beside the configu
 one tool, ``pay``, is consequential, so each call waits on an approval, and appends a line
 ``<invoice> <pid>`` to a ledger file when it runs. `race_answers` pauses conversations, half on
 the plan ask and half on an approval of ``pay``, then sends each ask two answers at the same
-time, one to each process, and checks what must hold: exactly one 200 and one 409 ``This ask is
-no longer pending`` per ask, the ask's rows show exactly one answer (the winner's), and each
-approved ``pay`` ran once, in the process that won.
+time, one to each process (the headless turn to the first; the turn or, for every other ask,
+``POST /prompt`` to the second), and checks what must hold: exactly one 200 and one 409 ``This
+ask is no longer pending`` per ask, the ask's rows show exactly one answer (the winner's), and
+each approved ``pay`` ran once, in the process that won.
 """
 
 from __future__ import annotations
@@ -229,12 +230,20 @@ async def _race_one(
     kind: str,
     figures: RaceFigures,
 ) -> None:
+    # The second server gets every other answer through POST /prompt (its SSE stream) rather
+    # than the headless turn, so both answer routes race.
+    by_prompt = int(history_id, 16) % 2 == 1
+
     async def send(index: int) -> tuple[httpx.Response, float]:
-        body = {"askResponse": {"toolCallId": tool_call_id, **_answer(kind, index)}}
+        answer = {"toolCallId": tool_call_id, **_answer(kind, index)}
+        base = servers[index].base
         started = time.perf_counter()
-        response = await client.post(
-            f"{servers[index].base}/api/histories/{history_id}/turn", json=body
-        )
+        if index == 1 and by_prompt:
+            body = {"historyId": history_id, "askResponse": answer}
+            response = await client.post(f"{base}/api/prompt", json=body)
+        else:
+            body = {"askResponse": answer}
+            response = await client.post(f"{base}/api/histories/{history_id}/turn", json=body)
         return response, time.perf_counter() - started
 
     results = await asyncio.gather(send(0), send(1))
