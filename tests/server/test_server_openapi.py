@@ -30,6 +30,15 @@ ROUTES = {
     ("/api/permissions/{connectionId}", "delete"),
     ("/api/confirmations/{id}", "get"),
     ("/api/info", "get"),
+    ("/api/catalog", "get"),
+    ("/api/connections", "get"),
+    ("/api/connections", "post"),
+    ("/api/connections/{id}", "get"),
+    ("/api/connections/{id}", "patch"),
+    ("/api/connections/{id}", "delete"),
+    ("/api/connections/{id}/refresh", "post"),
+    ("/api/connections/{id}/tools", "get"),
+    ("/api/activity", "get"),
 }
 
 

@@ -27,7 +27,14 @@ from .catalog import (
     load_definition,
 )
 from .mcp_client import CallOutcome, ListedTool, McpCallFailed, McpLink
-from .secrets import SECRET_KEY_ENV, SecretBox, SecretKeyMissing, SecretsUnreadable, mask
+from .secrets import (
+    SECRET_KEY_ENV,
+    SecretBox,
+    SecretKeyMissing,
+    SecretsUnreadable,
+    mask,
+    new_secret_key,
+)
 from .values import MissingValue, fill_launch, model_name, tool_prefix
 
 __all__ = [
@@ -57,5 +64,6 @@ __all__ = [
     "load_definition",
     "mask",
     "model_name",
+    "new_secret_key",
     "tool_prefix",
 ]

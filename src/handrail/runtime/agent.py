@@ -148,9 +148,7 @@ class Agent:
         """Every tool of every connection by name: the local tools first, then each tool set's
         in the order the sets were added, then the tool sources' (a sourced tool whose name is
         taken already is left out)."""
-        found = {
-            name: t for tool_set in self._sets.values() for name, t in tool_set.tools.items()
-        }
+        found = {name: t for tool_set in self._sets.values() for name, t in tool_set.tools.items()}
         for tool_set in self._sourced_sets():
             for name, t in tool_set.tools.items():
                 found.setdefault(name, t)

@@ -419,9 +419,7 @@ class ConnectionHub:
             raise ConnectionUnknown(f"No connection has the id {connection_id!r}.")
         return record
 
-    async def activity_page(
-        self, *, limit: int, after: Position | None
-    ) -> Page[ActivityRecord]:
+    async def activity_page(self, *, limit: int, after: Position | None) -> Page[ActivityRecord]:
         return await self.activity.list_page(limit=limit, after=after)
 
     # --- changes ------------------------------------------------------------------------------
@@ -717,7 +715,10 @@ class ConnectionHub:
         self, prefix: str, name: str, other: ConnectionRecord | None = None
     ) -> NameTaken:
         if other is None:
-            other = next((live.record for live in self._live.values() if live.record.prefix == prefix), None)
+            other = next(
+                (live.record for live in self._live.values() if live.record.prefix == prefix),
+                None,
+            )
         them = f"the connection {other.name!r} ({other.id})" if other else "another connection"
         return NameTaken(
             f"The name {name!r} makes the tools' names start with {prefix}_, as those of {them} "
@@ -769,14 +770,14 @@ def _launch_from_json(data: Mapping[str, Any], kind: str, protocol: str) -> McpL
             transport="http",
             url=str(data.get("url") or ""),
             headers=dict(data.get("headers") or {}),
-            protocol=mode,  # type: ignore[arg-type]
+            protocol=mode,
         )
     return McpLaunch(
         transport="stdio",
         command=str(data.get("command") or ""),
         args=tuple(data.get("args") or ()),
         env=dict(data.get("env") or {}),
-        protocol=mode,  # type: ignore[arg-type]
+        protocol=mode,
     )
 
 

@@ -342,6 +342,16 @@ class StepRunner:
         tool = run.agent.tools.get(call.name) if call is not None else None
         if call is None or tool is None:
             log.warning("the held call of %s is gone; nothing runs", pending.tool_call_id)
+            if call is not None:
+                # Its tool is gone (its connection was removed): the model reads why.
+                text = tool_gone_text(call.name)
+                run.rows.append(result_row(call.id, call.name, text, is_error=True))
+                run.messages.append(
+                    ToolResultMessage(
+                        tool_call_id=call.id, tool_name=call.name, content=text, is_error=True
+                    )
+                )
+                run.output = True
             return None
         return call, tool
 
@@ -378,6 +388,14 @@ async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
 
 def _safe_to_run_again(tool: Tool) -> bool:
     return tool.hints.read_only is True or tool.hints.idempotent is True
+
+
+def tool_gone_text(tool_name: str) -> str:
+    """The tool error of a held call whose tool is no longer offered."""
+    return (
+        f"The tool {tool_name} is no longer available (its connection was removed or changed), "
+        "so the call did not run. Tell the user, or do it another way."
+    )
 
 
 def _invalid_ask_text(tool_name: str, errors: list[AskValidationError]) -> str:

@@ -16,6 +16,8 @@ from typing import Final
 
 from fastapi import FastAPI
 
+from ..connections import SecretBox, load_catalog
+from ..runtime.connected import ConnectionHub
 from ..runtime.runtime import Runtime
 from ..store import Store
 from .auth import Authenticator
@@ -23,6 +25,7 @@ from .bodies import StorableUrlMiddleware
 from .chat import add_chat_routes
 from .config import ServerConfig
 from .confirmations import add_confirmation_routes
+from .connections import add_connection_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
 from .info import add_info_routes
@@ -77,9 +80,18 @@ def create_app(
             the_runtime.start()
             app.state.store = the_store
             app.state.runtime = the_runtime
+            hub = ConnectionHub(
+                the_store,
+                catalog=catalog,
+                secrets=SecretBox.from_env(),
+                call_timeout=config.tool_timeout,
+            )
+            await hub.start(the_runtime.agents.values())
+            app.state.connections = hub
             try:
                 yield
             finally:
+                await hub.aclose()
                 await the_runtime.aclose()
         finally:
             if opened is not None:
@@ -92,6 +104,8 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
+    # A broken app definition stops the start-up here, with every problem listed.
+    catalog = load_catalog(config.catalog_dirs)
     app.state.authenticator = Authenticator(config.users)
     app.state.upload_cap = config.upload_cap
     app.state.max_json_bytes = config.max_json_bytes
@@ -103,6 +117,7 @@ def create_app(
     add_upload_routes(app.router, prefix)
     add_grant_routes(app.router, prefix)
     add_confirmation_routes(app.router, prefix)
+    add_connection_routes(app.router, prefix)  # /catalog, /connections, /activity
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
     add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)

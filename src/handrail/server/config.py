@@ -12,6 +12,8 @@
     header_timeout: 10                       # HANDRAIL_HEADER_TIMEOUT (seconds)
     body_timeout: 30                         # HANDRAIL_BODY_TIMEOUT (seconds)
     max_connections: 1000                    # HANDRAIL_MAX_CONNECTIONS
+    tool_timeout: 60                         # HANDRAIL_TOOL_TIMEOUT (seconds)
+    catalog_dirs: [apps]                     # more app definitions (<slug>.yaml)
     turn_lease: 10                           # HANDRAIL_TURN_LEASE (seconds)
     users:
       - {id: alice, token_env: ALICE_TOKEN, admin: true}
@@ -58,6 +60,7 @@ __all__ = [
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_JSON_BYTES",
     "DEFAULT_PORT",
+    "DEFAULT_TOOL_TIMEOUT",
     "ENV_VARS",
     "ServerConfig",
     "UserConfig",
@@ -79,6 +82,8 @@ DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 #: Open connections at most; a connection over it gets 503.
 DEFAULT_MAX_CONNECTIONS: Final = 1000
+#: Seconds a tool call of a saved connection may take.
+DEFAULT_TOOL_TIMEOUT: Final = 60.0
 
 #: The environment variables that override a setting of the file, by setting name.
 ENV_VARS: Final[Mapping[str, str]] = {
@@ -93,11 +98,12 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "header_timeout": "HANDRAIL_HEADER_TIMEOUT",
     "body_timeout": "HANDRAIL_BODY_TIMEOUT",
     "max_connections": "HANDRAIL_MAX_CONNECTIONS",
+    "tool_timeout": "HANDRAIL_TOOL_TIMEOUT",
     "turn_lease": "HANDRAIL_TURN_LEASE",
 }
 #: The settings that are a positive whole number, and those that are seconds.
 _INT_SETTINGS: Final = ("max_json_bytes", "max_header_bytes", "max_connections")
-_SECONDS_SETTINGS: Final = ("header_timeout", "body_timeout", "turn_lease")
+_SECONDS_SETTINGS: Final = ("header_timeout", "body_timeout", "tool_timeout", "turn_lease")
 
 _TOP_KEYS: Final = (
     "database_url",
@@ -113,6 +119,8 @@ _TOP_KEYS: Final = (
     "body_timeout",
     "max_connections",
     "turn_lease",
+    "tool_timeout",
+    "catalog_dirs",
     "users",
     "agents",
 )
@@ -166,12 +174,18 @@ class ServerConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    #: Seconds a tool call of a saved connection may take unless the connection says
+    #: otherwise.
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+    #: Folders of more app definitions for the catalog (beside the shipped ones).
+    catalog_dirs: Sequence[Path] = ()
     #: Seconds a turn's lease lasts without a heartbeat before another process takes the
     #: turn over (see `handrail.runtime.recovery`).
     turn_lease: float = DEFAULT_LEASE_S
 
     def __post_init__(self) -> None:
         self.users = tuple(self.users)
+        self.catalog_dirs = tuple(Path(d) for d in self.catalog_dirs)
         self.agents = tuple(self.agents)
         self.api_prefix = _checked_prefix(self.api_prefix, "api_prefix")
         try:
@@ -288,6 +302,8 @@ class ServerConfig:
                 values[key] = _string(data[key], key)
         if "api_prefix" in data:
             values["api_prefix"] = _checked_prefix(data["api_prefix"], "api_prefix")
+        if "catalog_dirs" in data:
+            values["catalog_dirs"] = _catalog_dirs(data["catalog_dirs"], base_dir)
         if "blob_dir" in data:
             values["blob_dir"] = Path(_string(data["blob_dir"], "blob_dir"))
         if "port" in data:
@@ -552,6 +568,20 @@ def _action_sets(
         except ActionConfigError as exc:
             raise ConfigError(f"{where}: {file} has problems:\n{exc}") from None
     return sets
+
+
+def _catalog_dirs(value: Any, base_dir: Path | None) -> list[Path]:
+    """Folders of app definitions, relative to the config file's folder."""
+    entries = _list(value, "catalog_dirs", "[apps]")
+    folders: list[Path] = []
+    for index, item in enumerate(entries):
+        folder = Path(_string(item, f"catalog_dirs[{index}]"))
+        if not folder.is_absolute() and base_dir is not None:
+            folder = base_dir / folder
+        if not folder.is_dir():
+            raise ConfigError(f"catalog_dirs[{index}]: no folder at {folder}")
+        folders.append(folder)
+    return folders
 
 
 def _asks(value: Any, path: str) -> AsksOptions | None:

@@ -226,7 +226,9 @@ async def set_permission(
     request: Request, principal: Caller, connection_id: ConnectionId
 ) -> JSONResponse:
     known = _connections(runtime_of(request))
-    if connection_id not in known:
+    hub = getattr(request.app.state, "connections", None)
+    saved = hub.live_record(connection_id) if hub is not None else None
+    if connection_id not in known and saved is None:
         raise not_found(
             CONNECTION_NOT_FOUND,
             f"No agent has a connection with tools named {connection_id!r}; the connections "

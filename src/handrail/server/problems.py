@@ -31,6 +31,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..connections import SecretKeyMissing
 from ..errors import (
     AnswerIdMissing,
     AnswerNotObject,
@@ -51,6 +52,13 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
+from ..runtime.connected import (
+    ConnectionReadOnly,
+    ConnectionUnknown,
+    InvalidConnection,
+    NameTaken,
+    UnknownApp,
+)
 from ..store import (
     ConfirmationConflict,
     ConfirmationNotFound,
@@ -58,6 +66,7 @@ from ..store import (
     GrantConflict,
     HistoryConflict,
 )
+from ..store.connections import ConnectionConflict, ConnectionNotFound
 
 __all__ = [
     "HEADLESS_PROBLEMS",
@@ -99,11 +108,16 @@ PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
     UnknownSurface: Problem(400, "surface is not a known surface"),
     UnknownAgent: Problem(400, "Unknown agent"),
     UnknownButton: Problem(400, "Unknown buttonId", "UNKNOWN_BUTTON"),
+    UnknownApp: Problem(400, "Unknown app", "UNKNOWN_APP"),
+    SecretKeyMissing: Problem(400, "No secret key", "SECRET_KEY_MISSING"),
+    InvalidConnection: Problem(400, "Validation failed"),
     InvalidAnswer: Problem(400, "Invalid askResponse"),
     InvalidRequest: Problem(400, "Validation failed"),
     HistoryNotFound: Problem(404, "History not found"),
     FileNotFound: Problem(404, "File not found"),
     ConfirmationNotFound: Problem(404, "Confirmation not found"),
+    ConnectionUnknown: Problem(404, "Connection not found"),
+    ConnectionNotFound: Problem(404, "Connection not found"),
     NotFound: Problem(404, "Not Found"),
     NotOwner: Problem(403, "Not authorized to access this history"),
     Forbidden: Problem(403, "Forbidden"),
@@ -113,6 +127,9 @@ PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
     ConfirmationConflict: Problem(409, "Confirmation is no longer pending"),
     HistoryConflict: Problem(409, "History changed"),
     GrantConflict: Problem(409, "Grant changed"),
+    ConnectionConflict: Problem(409, "Connection changed"),
+    ConnectionReadOnly: Problem(409, "Connection is read-only", "CONNECTION_READ_ONLY"),
+    NameTaken: Problem(409, "Connection name taken", "CONNECTION_NAME_TAKEN"),
     Conflict: Problem(409, "Conflict"),
 }
 

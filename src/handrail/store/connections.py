@@ -74,6 +74,7 @@ class ConnectionRecord:
     status: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     server_instructions: str | None = None
+    call_timeout: float | None = None
     version: int = 1
     created: dt.datetime = field(default_factory=utc_now)
     updated: dt.datetime = field(default_factory=utc_now)
@@ -115,6 +116,7 @@ CHANGEABLE: frozenset[str] = frozenset(
         "agents",
         "overrides",
         "agent_instructions",
+        "call_timeout",
     }
 )
 
@@ -165,14 +167,14 @@ class ConnectionRepo:
             update(connections).where(C.id == connection_id, C.version == version).values(values)
         )
         try:
-            found = await self._db.write(_update_and_read, statement, connection_id)
+            changed, found = await self._db.write(_update_and_read, statement, connection_id)
         except IntegrityError:
             raise PrefixTaken(
                 f"Another connection's tools already start with {changes.get('prefix')!r}."
             ) from None
         if found is None:
             raise ConnectionNotFound(f"No connection has the id {connection_id!r}.")
-        if found.version != version + 1:
+        if not changed:
             raise ConnectionConflict(
                 "The connection changed since it was read; read it again and repeat the change."
             )
@@ -245,10 +247,11 @@ class ActivityRepo:
 
 def _update_and_read(
     connection: Connection, statement: Any, connection_id: str
-) -> ConnectionRecord | None:
-    connection.execute(statement)
+) -> tuple[bool, ConnectionRecord | None]:
+    """Whether the update changed the row, and the row as it is now."""
+    changed = connection.execute(statement).rowcount > 0
     row = connection.execute(select(connections).where(C.id == connection_id)).first()
-    return None if row is None else _record(row._mapping)
+    return changed, None if row is None else _record(row._mapping)
 
 
 def _values(record: ConnectionRecord) -> dict[str, Any]:
@@ -270,6 +273,7 @@ def _values(record: ConnectionRecord) -> dict[str, Any]:
         "status": dict(record.status),
         "tools": list(record.tools),
         "server_instructions": record.server_instructions,
+        "call_timeout": record.call_timeout,
         "version": record.version,
         "created": record.created,
         "updated": record.updated,
@@ -296,6 +300,7 @@ def _record(row: Mapping[Any, Any]) -> ConnectionRecord:
         status=dict(row["status"] or {}),
         tools=list(row["tools"] or []),
         server_instructions=row["server_instructions"],
+        call_timeout=row["call_timeout"],
         version=row["version"],
         created=row["created"],
         updated=row["updated"],

@@ -40,6 +40,7 @@ def upgrade() -> None:
         sa.Column("status", JSONData, nullable=False),
         sa.Column("tools", JSONData, nullable=False),
         sa.Column("server_instructions", sa.Text(), nullable=True),
+        sa.Column("call_timeout", sa.Float(), nullable=True),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("created", UTCDateTime(), nullable=False),
         sa.Column("updated", UTCDateTime(), nullable=False),

@@ -1,0 +1,683 @@
+"""Connections, the catalog and the activity log.
+
+- ``GET /catalog``: the app definitions connections are made from.
+- ``GET /connections``: the saved connections the caller may read (every one for an admin,
+  else those an agent may use), then the configuration file's (``readOnly: true``).
+- ``POST /connections`` (admin): save one and start it; ``201`` with its status (``error``
+  with a message naming the way forward when its server cannot be started or reached).
+- ``GET``, ``PATCH`` (admin), ``DELETE`` (admin) ``/connections/{id}``;
+  ``POST /connections/{id}/refresh`` (admin) lists its tools again;
+  ``GET /connections/{id}/tools`` lists them with their safety classes and overrides.
+- ``GET /activity`` (admin): who changed which connection, when, and what, newest first.
+
+Secrets are write-only: a response lists the names of the secrets set (``secretsSet``), never a
+value. Launch details (command, environment, URL, headers) and the server's own
+``instructions`` are shown to admins only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse, Response
+
+from .._util import iso
+from ..connections import CONNECTION_KINDS, PROTOCOL_MODES
+from ..errors import BadRequest, Forbidden
+from ..policy import SAFETY_CLASSES, ToolHints, classify
+from ..runtime.connected import ConnectionHub, ConnectionTool
+from ..runtime.tools import ToolSet
+from ..runtime.turn import Principal
+from ..store.connections import ActivityRecord, ConnectionRecord
+from .auth import Caller
+from .bodies import NO_BODY, read_json, runtime_of
+from .body_check import BodyCheck
+from .openapi import JsonSchema, body, json_ok, problems
+from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
+from .problems import ok
+
+__all__ = [
+    "CONNECTION_CREATE_SCHEMA",
+    "CONNECTION_SCHEMA",
+    "CONNECTION_UPDATE_SCHEMA",
+    "AdminRequired",
+    "add_connection_routes",
+    "hub_of",
+]
+
+ConnectionId = Annotated[
+    str,
+    Path(
+        alias="id",
+        description="The connection's id (a saved one's 24 hex characters, or a configured "
+        "one's id such as local:helper).",
+    ),
+]
+TIMEOUT_MAX: Final = 600
+ACTIVITY_LIST: Final = "activity"
+
+
+class AdminRequired(Forbidden):
+    """Only an admin may change connections or read the activity log."""
+
+
+def hub_of(request: Request) -> ConnectionHub:
+    """The app's connection hub (made by its lifespan)."""
+    hub: ConnectionHub = request.app.state.connections
+    return hub
+
+
+def _admin(principal: Principal, what: str) -> None:
+    if not principal.is_admin:
+        raise AdminRequired(f"Only an admin may {what}.", code="ADMIN_REQUIRED")
+
+
+# --- bodies ---------------------------------------------------------------------------------
+
+_STRING_MAP: Final[JsonSchema] = {"type": "object", "additionalProperties": {"type": "string"}}
+_NULLABLE_STRING_MAP: Final[JsonSchema] = {
+    "type": "object",
+    "additionalProperties": {"type": ["string", "null"]},
+}
+_MCP: Final[JsonSchema] = {
+    "type": "object",
+    "description": 'How to start a custom server: {"command", "args", "env"} (mcp-stdio), or '
+    'reach it: {"url", "headers"} (mcp-http). Values may hold ${config.<key>} and (in env and '
+    "headers only) ${secret.<key>}.",
+    "properties": {
+        "command": {"type": "string", "minLength": 1},
+        "args": {"type": "array", "items": {"type": "string"}, "maxItems": 100},
+        "env": _STRING_MAP,
+        "url": {"type": "string", "minLength": 1},
+        "headers": _STRING_MAP,
+    },
+    "additionalProperties": False,
+}
+_COMMON: Final[dict[str, JsonSchema]] = {
+    "name": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 80,
+        "pattern": "\\S",
+        "description": "Its name; a short form of it prefixes its tools' names.",
+    },
+    "trusted": {
+        "type": "boolean",
+        "description": "Whether its tools' hints are believed (untrusted: consequential).",
+    },
+    "agents": {
+        "type": ["array", "null"],
+        "items": {"type": "string"},
+        "maxItems": 100,
+        "description": "The agents that may use it (null: every agent).",
+    },
+    "overrides": {
+        "type": "object",
+        "additionalProperties": {"type": "string", "enum": list(SAFETY_CLASSES)},
+        "description": "A safety class per tool (the server's tool name), set by an admin.",
+    },
+    "protocol": {"type": "string", "enum": list(PROTOCOL_MODES)},
+    "timeout": {
+        "type": ["number", "null"],
+        "description": f"Seconds a tool call may take (1-{TIMEOUT_MAX}; null: the server's "
+        "default).",
+    },
+    "mcp": _MCP,
+}
+
+CONNECTION_CREATE_SCHEMA: Final[JsonSchema] = {
+    "title": "ConnectionCreate",
+    "type": "object",
+    "properties": {
+        "app": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "description": "A catalog slug, or custom.",
+        },
+        **_COMMON,
+        "settings": _STRING_MAP,
+        "secrets": _STRING_MAP,
+        "kind": {"type": "string", "enum": list(CONNECTION_KINDS)},
+    },
+    "required": ["app", "name"],
+    "additionalProperties": False,
+}
+
+CONNECTION_UPDATE_SCHEMA: Final[JsonSchema] = {
+    "title": "ConnectionUpdate",
+    "type": "object",
+    "description": "The fields to change. settings and secrets are merged (null removes one).",
+    "properties": {
+        **_COMMON,
+        "settings": _NULLABLE_STRING_MAP,
+        "secrets": _NULLABLE_STRING_MAP,
+    },
+    "additionalProperties": False,
+}
+
+_CREATE: Final = BodyCheck(CONNECTION_CREATE_SCHEMA)
+_UPDATE: Final = BodyCheck(CONNECTION_UPDATE_SCHEMA)
+
+
+def _invalid(fields: Mapping[str, str]) -> BadRequest:
+    return BadRequest(
+        "Validation failed",
+        "The body does not fit the connection's schema. See fields.",
+        code="body-validation-failed",
+        fields=dict(sorted(fields.items())),
+    )
+
+
+async def _body(request: Request, check: BodyCheck) -> dict[str, Any]:
+    data = await read_json(request, invalid=lambda message: _invalid({"body": message}))
+    if data is NO_BODY:
+        data = {}
+    fields = check.field_errors(data)
+    if isinstance(data, dict):
+        for name in check.schema.get("required", ()):
+            if data.get(name) is None:
+                fields.setdefault(name, "is required")
+    if not fields:
+        _nested(data, fields, nullable=check is _UPDATE)
+    if fields:
+        raise _invalid(fields)
+    out: dict[str, Any] = data
+    return out
+
+
+def _nested(data: Mapping[str, Any], fields: dict[str, str], *, nullable: bool) -> None:
+    """What the compiled check leaves to the route: values inside maps and lists."""
+    for key in ("settings", "secrets"):
+        for name, value in (data.get(key) or {}).items():
+            if not (isinstance(value, str) or (nullable and value is None)):
+                fields[f"{key}.{name}"] = "must be a string" + (" or null" if nullable else "")
+    for tool, safety in (data.get("overrides") or {}).items():
+        if safety not in SAFETY_CLASSES:
+            fields[f"overrides.{tool}"] = f"must be one of {', '.join(SAFETY_CLASSES)}"
+    for index, agent in enumerate(data.get("agents") or []):
+        if not isinstance(agent, str):
+            fields[f"agents[{index}]"] = "must be a string"
+    timeout = data.get("timeout")
+    if timeout is not None and not (
+        isinstance(timeout, int | float)
+        and not isinstance(timeout, bool)
+        and 1 <= timeout <= TIMEOUT_MAX
+    ):
+        fields["timeout"] = f"must be a number of seconds from 1 to {TIMEOUT_MAX}"
+    mcp = data.get("mcp")
+    if isinstance(mcp, Mapping):
+        for index, arg in enumerate(mcp.get("args") or []):
+            if not isinstance(arg, str):
+                fields[f"mcp.args[{index}]"] = "must be a string"
+        for key in ("env", "headers"):
+            part = mcp.get(key)
+            if part is not None and not isinstance(part, Mapping):
+                fields[f"mcp.{key}"] = "must be an object of strings"
+                continue
+            for name, value in (part or {}).items():
+                if not isinstance(value, str):
+                    fields[f"mcp.{key}.{name}"] = "must be a string"
+        for key in ("command", "url"):
+            if key in mcp and not isinstance(mcp[key], str):
+                fields[f"mcp.{key}"] = "must be a string"
+        if "args" in mcp and not isinstance(mcp["args"], list):
+            fields["mcp.args"] = "must be a list of strings"
+
+
+# --- views ----------------------------------------------------------------------------------
+
+
+def connection_json(hub: ConnectionHub, record: ConnectionRecord, *, admin: bool) -> dict[str, Any]:
+    """A saved connection as a response shows it (never a secret's value)."""
+    definition = hub.catalog.get(record.app)
+    settings = dict(record.settings)
+    if not admin:
+        public = {f.key for f in definition.config if f.public} if definition else set()
+        settings = {k: v for k, v in settings.items() if k in public}
+    status: dict[str, Any] = {
+        "state": record.status.get("state", "starting"),
+        "toolCount": record.status.get("toolCount", 0),
+        "listedAt": record.status.get("listedAt"),
+    }
+    if record.status.get("message"):
+        status["message"] = record.status["message"]
+    out: dict[str, Any] = {
+        "id": record.id,
+        "app": record.app,
+        "name": record.name,
+        "kind": record.kind,
+        "settings": settings,
+        "secretsSet": list(record.secret_keys),
+        "trusted": record.trusted,
+        "agents": None if record.agents is None else list(record.agents),
+        "overrides": dict(record.overrides),
+        "status": status,
+        "source": "saved",
+        "readOnly": False,
+        "toolPrefix": record.prefix,
+        "protocol": record.protocol,
+        "timeout": record.call_timeout,
+        "agentInstructions": record.agent_instructions,
+        "created": iso(record.created),
+        "updated": iso(record.updated),
+    }
+    if admin:
+        if record.launch is not None:
+            out["mcp"] = record.launch
+        out["serverInstructions"] = record.server_instructions
+    return out
+
+
+def config_connection_json(
+    connection_id: str, tool_set: ToolSet, agents: list[str]
+) -> dict[str, Any]:
+    """A connection of the configuration file (read-only here)."""
+    return {
+        "id": connection_id,
+        "app": "config",
+        "name": tool_set.name,
+        "kind": "python" if connection_id.startswith("local:") else "actions",
+        "settings": {},
+        "secretsSet": [],
+        "trusted": tool_set.trusted,
+        "agents": agents,
+        "overrides": {},
+        "status": {"state": "connected", "toolCount": len(tool_set.tools), "listedAt": None},
+        "source": "config",
+        "readOnly": True,
+    }
+
+
+def tools_json(record: ConnectionRecord | None, tool_set: ToolSet | None) -> list[dict[str, Any]]:
+    """Each tool: its name, the name the model calls, its annotations, class and override."""
+    out: list[dict[str, Any]] = []
+    if tool_set is None:
+        return out
+    trusted = tool_set.trusted
+    for tool in tool_set.tools.values():
+        hints = tool.hints
+        name = tool.server_name if isinstance(tool, ConnectionTool) else tool.name
+        override = record.overrides.get(name) if record is not None else None
+        out.append(
+            {
+                "name": name,
+                "modelName": tool.name,
+                "description": tool.description,
+                "annotations": hints.to_annotations(),
+                "safetyClass": tool.safety(trusted=trusted),
+                "hintsClass": classify(hints, trusted=trusted),
+                "override": override,
+            }
+        )
+    if record is not None:
+        listed = {t.get("name") for t in record.tools}
+        offered = {entry["name"] for entry in out}
+        for data in record.tools:
+            server_name = str(data.get("name"))
+            if server_name in offered or server_name not in listed:
+                continue
+            hints = ToolHints.from_annotations(data.get("annotations"))
+            out.append(
+                {
+                    "name": server_name,
+                    "modelName": None,
+                    "description": data.get("description") or "",
+                    "annotations": hints.to_annotations(),
+                    "safetyClass": classify(hints, trusted=trusted),
+                    "hintsClass": classify(hints, trusted=trusted),
+                    "override": record.overrides.get(server_name),
+                }
+            )
+    return out
+
+
+def _activity_json(record: ActivityRecord) -> dict[str, Any]:
+    return record.to_json()
+
+
+# --- routes ---------------------------------------------------------------------------------
+
+
+async def list_catalog(request: Request, principal: Caller) -> JSONResponse:
+    hub = hub_of(request)
+    return ok(request, [definition.to_json() for definition in hub.catalog])
+
+
+async def list_connections(request: Request, principal: Caller) -> JSONResponse:
+    hub = hub_of(request)
+    agents = sorted(runtime_of(request).agents)
+    data = [
+        connection_json(hub, record, admin=principal.is_admin)
+        for record in hub.visible_to(principal, agents)
+    ]
+    for connection_id, (tool_set, used_by) in hub.config_connections().items():
+        data.append(config_connection_json(connection_id, tool_set, used_by))
+    return ok(request, data)
+
+
+async def create_connection(request: Request, principal: Caller) -> JSONResponse:
+    _admin(principal, "add connections")
+    data = await _body(request, _CREATE)
+    hub = hub_of(request)
+    record = await hub.create(principal, data)
+    return ok(request, connection_json(hub, record, admin=True), status_code=201)
+
+
+async def _readable(request: Request, principal: Principal, connection_id: str) -> Any:
+    """The saved record (or None for a configured connection) the caller may read."""
+    hub = hub_of(request)
+    config = hub.config_connections().get(connection_id)
+    if config is not None:
+        return None, config
+    record = await hub.record_of(connection_id)
+    if not principal.is_admin and record.agents is not None:
+        agents = set(runtime_of(request).agents)
+        if not agents & set(record.agents):
+            raise AdminRequired("No agent you use may use this connection.")
+    return record, None
+
+
+async def get_connection(
+    request: Request, principal: Caller, connection_id: ConnectionId
+) -> JSONResponse:
+    record, config = await _readable(request, principal, connection_id)
+    if config is not None:
+        return ok(request, config_connection_json(connection_id, config[0], config[1]))
+    return ok(request, connection_json(hub_of(request), record, admin=principal.is_admin))
+
+
+async def update_connection(
+    request: Request, principal: Caller, connection_id: ConnectionId
+) -> JSONResponse:
+    _admin(principal, "change connections")
+    data = await _body(request, _UPDATE)
+    hub = hub_of(request)
+    record = await hub.update(principal, connection_id, data)
+    return ok(request, connection_json(hub, record, admin=True))
+
+
+async def delete_connection(
+    request: Request, principal: Caller, connection_id: ConnectionId
+) -> JSONResponse:
+    _admin(principal, "remove connections")
+    await hub_of(request).delete(principal, connection_id)
+    return ok(request, {"id": connection_id, "deleted": True})
+
+
+async def refresh_connection(
+    request: Request, principal: Caller, connection_id: ConnectionId
+) -> JSONResponse:
+    _admin(principal, "refresh connections")
+    hub = hub_of(request)
+    record = await hub.refresh(principal, connection_id)
+    return ok(request, connection_json(hub, record, admin=True))
+
+
+async def list_connection_tools(
+    request: Request, principal: Caller, connection_id: ConnectionId
+) -> JSONResponse:
+    record, config = await _readable(request, principal, connection_id)
+    hub = hub_of(request)
+    if config is not None:
+        return ok(request, tools_json(None, config[0]))
+    return ok(request, tools_json(record, hub.tool_set_of(record.id)))
+
+
+async def list_activity(
+    request: Request, principal: Caller, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None
+) -> Response:
+    _admin(principal, "read the activity log")
+    after = decode_cursor(cursor, ACTIVITY_LIST, principal.user_id)
+    page = await hub_of(request).activity_page(limit=limit, after=after)
+    return await paged_response(
+        request,
+        page,
+        _activity_json,
+        list_name=ACTIVITY_LIST,
+        user_id=principal.user_id,
+        limit=limit,
+    )
+
+
+# --- OpenAPI --------------------------------------------------------------------------------
+
+_ISO: Final[JsonSchema] = {"type": "string", "format": "date-time"}
+_STATUS: Final[JsonSchema] = {
+    "type": "object",
+    "properties": {
+        "state": {"type": "string", "enum": ["connected", "starting", "error"]},
+        "message": {"type": "string", "description": "Why it is in error, and the way forward."},
+        "toolCount": {"type": "integer"},
+        "listedAt": {"oneOf": [_ISO, {"type": "null"}]},
+    },
+    "required": ["state", "toolCount", "listedAt"],
+}
+
+CONNECTION_SCHEMA: Final[JsonSchema] = {
+    "title": "Connection",
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "app": {"type": "string", "description": "Its catalog slug, custom, or config."},
+        "name": {"type": "string"},
+        "kind": {"type": "string"},
+        "settings": _STRING_MAP,
+        "secretsSet": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The names of the secrets set (never a value).",
+        },
+        "trusted": {"type": "boolean"},
+        "agents": {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+        "overrides": _STRING_MAP,
+        "status": _STATUS,
+        "source": {"type": "string", "enum": ["saved", "config"]},
+        "readOnly": {"type": "boolean"},
+        "toolPrefix": {"type": "string"},
+        "protocol": {"type": "string", "enum": list(PROTOCOL_MODES)},
+        "timeout": {"oneOf": [{"type": "number"}, {"type": "null"}]},
+        "mcp": {"type": "object", "description": "A custom connection's launch (admins only)."},
+        "serverInstructions": {
+            "oneOf": [{"type": "string"}, {"type": "null"}],
+            "description": "What the server says about itself (admins only; never put into a "
+            "prompt).",
+        },
+        "agentInstructions": {"oneOf": [{"type": "object"}, {"type": "null"}]},
+        "created": _ISO,
+        "updated": _ISO,
+    },
+    "required": [
+        "id",
+        "app",
+        "name",
+        "kind",
+        "settings",
+        "secretsSet",
+        "trusted",
+        "agents",
+        "overrides",
+        "status",
+        "source",
+        "readOnly",
+    ],
+}
+
+TOOL_SCHEMA: Final[JsonSchema] = {
+    "title": "ConnectionTool",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "The server's name of the tool."},
+        "modelName": {
+            "oneOf": [{"type": "string"}, {"type": "null"}],
+            "description": "The name the model calls (null: not offered, see the status).",
+        },
+        "description": {"type": "string"},
+        "annotations": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "safetyClass": {"type": "string", "enum": list(SAFETY_CLASSES)},
+        "hintsClass": {"type": "string", "enum": list(SAFETY_CLASSES)},
+        "override": {"oneOf": [{"type": "string", "enum": list(SAFETY_CLASSES)}, {"type": "null"}]},
+    },
+    "required": ["name", "modelName", "description", "annotations", "safetyClass", "override"],
+}
+
+APP_SCHEMA: Final[JsonSchema] = {
+    "title": "AppDefinition",
+    "type": "object",
+    "properties": {
+        "slug": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "kind": {"type": "string", "enum": list(CONNECTION_KINDS)},
+        "docsUrl": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+        "config": {"type": "array", "items": {"type": "object"}},
+        "agentInstructions": {"oneOf": [{"type": "object"}, {"type": "null"}]},
+        "mcp": {"type": "object"},
+        "actions": {"type": "string"},
+    },
+    "required": ["slug", "name", "description", "kind", "docsUrl", "config"],
+}
+
+ACTIVITY_SCHEMA: Final[JsonSchema] = {
+    "title": "Activity",
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "actor": {"type": "string"},
+        "action": {"type": "string"},
+        "subject": {"type": "string"},
+        "changes": {"type": "object"},
+        "created": _ISO,
+    },
+    "required": ["id", "actor", "action", "subject", "changes", "created"],
+}
+
+_NOTES: Final = {
+    403: "Only an admin may do this (or read this connection).",
+    404: "No connection has that id.",
+    409: "The connection comes from the configuration file, changed meanwhile, or its name "
+    "is too much like another's.",
+}
+
+
+def add_connection_routes(router: APIRouter, prefix: str) -> None:
+    """Add ``<prefix>/catalog``, ``<prefix>/connections...`` and ``<prefix>/activity``."""
+
+    def route(path: str, endpoint: Any, method: str, name: str, summary: str, **extra: Any) -> None:
+        router.add_api_route(
+            prefix + path,
+            endpoint,
+            methods=[method],
+            name=name,
+            operation_id=name,
+            tags=["connections"],
+            summary=summary,
+            **extra,
+        )
+
+    array = {"type": "array", "items": CONNECTION_SCHEMA}
+    route(
+        "/catalog",
+        list_catalog,
+        "GET",
+        "listCatalog",
+        "The app definitions connections are made from",
+        responses={**json_ok({"type": "array", "items": APP_SCHEMA}, "The apps."), **problems()},
+    )
+    route(
+        "/connections",
+        list_connections,
+        "GET",
+        "listConnections",
+        "The connections the caller may read: saved ones, then the configuration's",
+        responses={**json_ok(array, "The connections."), **problems()},
+    )
+    route(
+        "/connections",
+        create_connection,
+        "POST",
+        "createConnection",
+        "Save a connection and start it (admin)",
+        status_code=201,
+        responses={
+            **json_ok(CONNECTION_SCHEMA, "Saved, with how its start went.", status=201),
+            **problems(400, 403, 409, 413, notes=_NOTES),
+        },
+        openapi_extra=body(CONNECTION_CREATE_SCHEMA),
+    )
+    route(
+        "/connections/{id}",
+        get_connection,
+        "GET",
+        "getConnection",
+        "One connection",
+        responses={
+            **json_ok(CONNECTION_SCHEMA, "The connection."),
+            **problems(403, 404, notes=_NOTES),
+        },
+    )
+    route(
+        "/connections/{id}",
+        update_connection,
+        "PATCH",
+        "updateConnection",
+        "Change a saved connection (admin); its server starts again when needed",
+        responses={
+            **json_ok(CONNECTION_SCHEMA, "The changed connection."),
+            **problems(400, 403, 404, 409, 413, notes=_NOTES),
+        },
+        openapi_extra=body(CONNECTION_UPDATE_SCHEMA),
+    )
+    route(
+        "/connections/{id}",
+        delete_connection,
+        "DELETE",
+        "deleteConnection",
+        "Remove a saved connection (admin): its tools leave the next turn",
+        responses={
+            **json_ok(
+                {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "deleted": {"const": True}},
+                    "required": ["id", "deleted"],
+                },
+                "Removed.",
+            ),
+            **problems(403, 404, 409, notes=_NOTES),
+        },
+    )
+    route(
+        "/connections/{id}/refresh",
+        refresh_connection,
+        "POST",
+        "refreshConnection",
+        "List a saved connection's tools again (admin)",
+        responses={
+            **json_ok(CONNECTION_SCHEMA, "The connection, listed again."),
+            **problems(403, 404, 409, notes=_NOTES),
+        },
+    )
+    route(
+        "/connections/{id}/tools",
+        list_connection_tools,
+        "GET",
+        "listConnectionTools",
+        "A connection's tools with their safety classes and overrides",
+        responses={
+            **json_ok({"type": "array", "items": TOOL_SCHEMA}, "The tools."),
+            **problems(403, 404, notes=_NOTES),
+        },
+    )
+    route(
+        "/activity",
+        list_activity,
+        "GET",
+        "listActivity",
+        "What admins changed, newest first (admin)",
+        responses={
+            **paged_ok({"type": "array", "items": ACTIVITY_SCHEMA}, "A page of the log."),
+            **problems(400, 403, notes=_NOTES),
+        },
+    )
