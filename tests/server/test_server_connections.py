@@ -603,3 +603,136 @@ async def test_changes_write_activity_and_rename_the_tools(capi: Api) -> None:
     paged = await capi.get("/activity?limit=2", user="root")
     assert len(paged.json()["data"]) == 2
     assert 'rel="next"' in paged.headers["link"]
+
+
+# --- the configuration's connections and the catalog at start-up ----------------------------------
+
+
+async def test_configured_connections_are_listed_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = Agent("helper")
+
+    @agent.tool(read_only=True, name="test_echo")
+    def today() -> str:
+        """Today's date."""
+        return "2026-12-01"
+
+    async with start_api(sqlite_url(tmp_path), tmp_path, agents=[agent]) as api:
+        listed = (await api.get("/connections", user="bob")).json()["data"]
+        assert listed == [
+            {
+                "id": "local:helper",
+                "app": "config",
+                "name": "helper",
+                "kind": "python",
+                "settings": {},
+                "secretsSet": [],
+                "trusted": True,
+                "agents": ["helper"],
+                "overrides": {},
+                "status": {"state": "connected", "toolCount": 1, "listedAt": None},
+                "source": "config",
+                "readOnly": True,
+            }
+        ]
+        [tool] = (await api.get("/connections/local:helper/tools")).json()["data"]
+        assert (tool["modelName"], tool["safetyClass"]) == ("test_echo", "read-only")
+        for method in ("PATCH", "DELETE"):
+            response = await api.request(
+                method, "/connections/local:helper", user="root", json={"trusted": False}
+            )
+            assert response.status_code == 409, response.text
+            assert response.json()["title"] == "Connection is read-only"
+        # A saved connection's tool may not take a configured tool's name: it is left out,
+        # and the status names both.
+        monkeypatch.setenv("HANDRAIL_SECRET_KEY", new_secret_key())
+        clash = await add(
+            api,
+            {"app": "custom", "name": "Test", "kind": "mcp-stdio", "mcp": test_stdio()},
+        )
+        assert clash["status"]["state"] == "error"
+        assert clash["status"]["message"] == (
+            "its tool echo would be called test_echo, which is the name of a tool of the "
+            "connection 'helper': rename the connection"
+        )
+        offered = await tools(api, clash["id"])
+        assert offered["echo"]["modelName"] is None
+        assert offered["pid"]["modelName"] == "test_pid"
+        # The name is the configured tool's: its permission ask is for its connection.
+        asked = await api.say("call test_echo {}")
+        assert asked.ask["connectionId"] == "local:helper"
+
+
+async def test_a_broken_definition_stops_the_start_up(tmp_path: Path) -> None:
+    from server_helpers import config_for
+
+    from handrail.connections import CatalogError
+    from handrail.server import create_app
+
+    folder = tmp_path / "apps"
+    folder.mkdir()
+    (folder / "wiki.yaml").write_text("slug: wiki\nname: Wiki\nkind: nope\n", encoding="utf-8")
+    with pytest.raises(CatalogError) as raised:
+        create_app(config_for(sqlite_url(tmp_path), tmp_path, catalog_dirs=[folder]))
+    assert [p.path for p in raised.value.problems] == ["description", "kind"]
+    (folder / "wiki.yaml").write_text(
+        "slug: wiki\nname: Wiki\ndescription: A wiki.\nkind: mcp-http\nmcp: {url: 'http://127.0.0.1:9/mcp'}\n",
+        encoding="utf-8",
+    )
+    async with start_api(sqlite_url(tmp_path), tmp_path, catalog_dirs=[folder]) as api:
+        slugs = [a["slug"] for a in (await api.get("/catalog")).json()["data"]]
+        assert "wiki" in slugs
+
+
+def test_catalog_dirs_and_tool_timeout_settings(tmp_path: Path) -> None:
+    from handrail.errors import ConfigError
+    from handrail.server import ServerConfig
+
+    (tmp_path / "apps").mkdir()
+    base = {"users": [{"id": "a", "token": "t"}], "agents": [{"name": "helper"}]}
+    config = ServerConfig.from_mapping(
+        {**base, "catalog_dirs": ["apps"], "tool_timeout": 5},
+        env={"HANDRAIL_TOOL_TIMEOUT": "7.5"},
+        base_dir=tmp_path,
+    )
+    assert config.catalog_dirs == (tmp_path / "apps",)
+    assert config.tool_timeout == 7.5
+    with pytest.raises(ConfigError, match=r"catalog_dirs\[0\]: no folder at"):
+        ServerConfig.from_mapping({**base, "catalog_dirs": ["nope"]}, env={}, base_dir=tmp_path)
+    with pytest.raises(ConfigError, match="tool_timeout: must be a positive number"):
+        ServerConfig.from_mapping({**base, "tool_timeout": 0}, env={})
+
+
+async def test_the_booking_action_set_saved_at_run_time(capi: Api) -> None:
+    from handrail.demo.booking_api import create_booking_app, serve_booking_api
+
+    async with serve_booking_api(create_booking_app()) as base_url:
+        booking = await add(
+            capi,
+            {
+                "app": "booking",
+                "name": "Tables",
+                "settings": {"baseUrl": base_url},
+                "trusted": True,
+            },
+        )
+        assert booking["status"]["state"] == "connected", booking["status"]
+        listed = await tools(capi, booking["id"])
+        assert {n: (t["modelName"], t["safetyClass"]) for n, t in listed.items()} == {
+            "find_slots": ("tables_find_slots", "read-only"),
+            "book_slot": ("tables_book_slot", "mutating"),
+        }
+        await set_level(capi, booking["id"], "non-consequential")
+        found = await capi.say(call("tables_find_slots", {"date": "2026-12-24"}))
+        [slots] = results(found)
+        assert slots["status"] == "completed", slots
+        booked = await capi.say(
+            call("tables_book_slot", {"date": "2026-12-24", "time": "19:00"}),
+            history_id=found.history_id,
+        )
+        ask = booked.ask
+        assert (ask["origin"], ask["connectionId"]) == ("confirmation", booking["id"])
+        done = await capi.answer(found.history_id, ask["toolCallId"], APPROVE)
+        [result] = results(done)
+        assert result["status"] == "completed", result

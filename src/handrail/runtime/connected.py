@@ -26,9 +26,11 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, cast
 
 from .._util import iso, new_id, utc_now
+from ..actions import ActionConfigError, ActionSet, ActionTool, load_action_set
 from ..connections import (
     AppDefinition,
     Catalog,
@@ -46,7 +48,7 @@ from ..connections import (
 )
 from ..connections.catalog import PROTOCOL_MODES, SECRET_TYPES, check_refs
 from ..connections.values import missing_required
-from ..errors import Conflict, InvalidRequest, NotFound
+from ..errors import ConfigError, Conflict, InvalidRequest, NotFound
 from ..policy import SAFETY_CLASSES, SafetyClass, ToolHints, classify
 from ..store import Store
 from ..store.connections import (
@@ -57,7 +59,7 @@ from ..store.connections import (
     PrefixTaken,
 )
 from ..store.paging import Page, Position
-from .agent import Agent, SourcedSets
+from .agent import _EFFECT_HINTS, Agent, SourcedSets, _run_by_the_runtime
 from .tools import Tool, ToolError, ToolSet
 from .turn import Principal
 
@@ -127,6 +129,8 @@ class _Live:
     record: ConnectionRecord
     link: McpLink | None = None
     tool_set: ToolSet | None = None
+    #: An action set connection's HTTP actions, by the names the model calls them.
+    actions: dict[str, tuple[ActionSet, ActionTool]] = field(default_factory=dict)
     #: Tools left out because their model name is taken (each names both).
     clashes: list[str] = field(default_factory=list)
 
@@ -218,12 +222,16 @@ class ConnectionHub:
         cached = self._cache.get(agent.name)
         if cached is not None and cached[0] == self._generation:
             return cached[1]
-        sets = tuple(
-            live.tool_set
+        usable = [
+            live
             for live in sorted(self._live.values(), key=lambda one: one.record.id)
             if live.tool_set is not None and live.usable_by(agent.name)
+        ]
+        actions = {name: a for live in usable for name, a in live.actions.items()}
+        result = SourcedSets(
+            tool_sets=tuple(live.tool_set for live in usable if live.tool_set is not None),
+            actions=actions,
         )
-        result = SourcedSets(tool_sets=sets)
         self._cache[agent.name] = (self._generation, result)
         return result
 
@@ -248,7 +256,7 @@ class ConnectionHub:
     async def _start(self, live: _Live) -> None:
         record = live.record
         if record.kind == "actions":
-            await self._set_status(live, "error", "Action set connections are not offered yet.")
+            await self._start_actions(live)
             return
         try:
             launch, secrets = self._launch_of(record)
@@ -271,6 +279,78 @@ class ConnectionHub:
             await self._listed(live, link.tools, link.instructions)
         else:
             await self._set_status(live, "error", link.message or "The server did not start.")
+
+    async def _start_actions(self, live: _Live) -> None:
+        """An HTTP action set: compiled from its file, under the connection's id and name,
+        at the connection's ``baseUrl`` when it sets one. Its secrets are the ones its file
+        names, from the server's environment."""
+        record = live.record
+        definition = self.catalog.get(record.app)
+        file = definition.actions if definition is not None else None
+        if file is None and record.launch is not None and record.launch.get("actions"):
+            file = Path(str(record.launch["actions"]))
+        if file is None:
+            await self._set_status(live, "error", "The connection names no action set file.")
+            return
+        try:
+            action_set = load_action_set(file)
+        except ActionConfigError as exc:
+            await self._set_status(
+                live, "error", f"The action set {file.name} has problems: {exc}".strip()
+            )
+            return
+        except ConfigError as exc:
+            await self._set_status(live, "error", _sentence(str(exc)))
+            return
+        base_url = record.settings.get("baseUrl") or action_set.base_url
+        action_set = dataclasses.replace(
+            action_set,
+            id=record.id,
+            name=record.name,
+            trusted=record.trusted,
+            base_url=base_url.rstrip("/"),
+        )
+        taken = self._static_names()
+        tools: list[Tool] = []
+        live.actions = {}
+        live.clashes = []
+        listing: list[dict[str, Any]] = []
+        for action in action_set.tools.values():
+            name = model_name(record.prefix, action.name)
+            hints = _EFFECT_HINTS[action.effect]
+            listing.append(
+                {
+                    "name": action.name,
+                    "title": None,
+                    "description": action.description,
+                    "inputSchema": dict(action.input_schema),
+                    "annotations": hints.to_annotations(),
+                }
+            )
+            if name in taken:
+                live.clashes.append(
+                    f"its tool {action.name} would be called {name}, which is the name of a "
+                    f"tool of {taken[name]}: rename the connection"
+                )
+                continue
+            override = record.overrides.get(action.name)
+            tools.append(
+                ConnectionTool(
+                    name=name,
+                    description=action.description,
+                    input_schema=dict(action.input_schema),
+                    function=_run_by_the_runtime,
+                    hints=hints,
+                    server_name=action.name,
+                    fixed_class=cast(SafetyClass, override) if override else None,
+                )
+            )
+            live.actions[name] = (action_set, action)
+        live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
+        live.record = dataclasses.replace(record, tools=listing, server_instructions=None)
+        self._changed()
+        message = "; ".join(live.clashes) if live.clashes else None
+        await self._set_status(live, "error" if message else "connected", message, listed=True)
 
     def _launch_of(self, record: ConnectionRecord) -> tuple[McpLaunch, dict[str, str]]:
         secrets = self.secrets.open(record.secrets)
@@ -575,7 +655,7 @@ class ConnectionHub:
         live = self._live.get(record.id)
         if live is None or live.link is None:
             async with self._lock:
-                live = await self._restart(record)
+                live = await self._restart(await self.repo.get(record.id) or record)
         else:
             try:
                 tools = await live.link.refresh()
@@ -608,8 +688,14 @@ class ConnectionHub:
     def _custom_launch(
         self, body: Mapping[str, Any], kind: str, fields: dict[str, str]
     ) -> dict[str, Any] | None:
+        if kind == "actions":
+            file = body.get("actions")
+            if not isinstance(file, str) or not Path(file).is_file():
+                fields["actions"] = "is required: the path of an action set file on the server"
+                return None
+            return {"actions": file}
         if kind not in ("mcp-stdio", "mcp-http"):
-            fields["kind"] = "a custom connection needs kind mcp-stdio or mcp-http"
+            fields["kind"] = "a custom connection needs kind mcp-stdio, mcp-http or actions"
             return None
         mcp = body.get("mcp")
         if not isinstance(mcp, Mapping):

@@ -141,6 +141,11 @@ CONNECTION_CREATE_SCHEMA: Final[JsonSchema] = {
         "settings": _STRING_MAP,
         "secrets": _STRING_MAP,
         "kind": {"type": "string", "enum": list(CONNECTION_KINDS)},
+        "actions": {
+            "type": "string",
+            "minLength": 1,
+            "description": "A custom actions connection's action set file, on the server.",
+        },
     },
     "required": ["app", "name"],
     "additionalProperties": False,
@@ -265,7 +270,9 @@ def connection_json(hub: ConnectionHub, record: ConnectionRecord, *, admin: bool
         "updated": iso(record.updated),
     }
     if admin:
-        if record.launch is not None:
+        if record.launch is not None and record.kind == "actions":
+            out["actions"] = record.launch.get("actions")
+        elif record.launch is not None:
             out["mcp"] = record.launch
         out["serverInstructions"] = record.server_instructions
     return out
