@@ -83,6 +83,8 @@ log = logging.getLogger("handrail.runtime")
 
 TITLE_MAX: Final = 60
 CANCEL_BY_MESSAGE: Final = {"action": "cancel", "reason": "user_sent_message"}
+#: The error of a turn whose conversation was deleted while it ran.
+DELETED_DURING_TURN: Final = "The conversation was deleted during the turn."
 
 
 class Runtime:
@@ -356,6 +358,11 @@ class Runtime:
             )
             try:
                 await work
+            except HistoryNotFound:
+                # Deleted while the turn ran (another tab, another process): no failure.
+                turn.error = DELETED_DURING_TURN
+                await turn.emit(error_event(turn.error))
+                await turn.emit(done_event(turn.history_id))
             except Exception:
                 log.exception("turn on history %s failed", turn.history_id)
                 turn.error = "The turn failed. The server log has the details."
@@ -608,7 +615,8 @@ class Runtime:
                 log=lambda: _log_record(run, metadata=metadata),
             )
         except HistoryNotFound:
-            await run.turn.emit(error_event("The conversation was deleted during the turn."))
+            run.turn.error = DELETED_DURING_TURN
+            await run.turn.emit(error_event(DELETED_DURING_TURN))
             await run.turn.emit(done_event(history_id))
             return
         except LeaseLost:
