@@ -14,7 +14,11 @@ the server when missing).
    run.
 2. **The authorization matrix** on each database: every route × nobody, five bad tokens, bob,
    the admin and the owner.
-3. **Racing answers**: two ``handrail serve`` processes on one PostgreSQL database,
+3. **Everything at once** on one conversation, on each database: ``--mixed`` rounds, each
+   pausing a conversation and sending together two answers (the headless turn and
+   ``POST /prompt``), the card's button, a message, a title change, a read and sometimes a
+   delete; each ask must be settled exactly once (``tests/reliability/mixed_races.py``).
+4. **Racing answers**: two ``handrail serve`` processes on one PostgreSQL database,
    ``--races`` paused asks (half plan asks, half approvals of a tool that writes a ledger line),
    two answers at once per ask, one to each process.
 
@@ -39,6 +43,7 @@ sys.path.insert(2, str(ROOT / "tests"))
 
 from access import check_route, route_calls  # noqa: E402
 from fuzzing import Figures, Fuzzer, LogCapture, fuzz_operations, operations_of, seed  # noqa: E402
+from mixed_races import MixedFigures, mixed_races  # noqa: E402
 from racing import RaceFigures, race_answers  # noqa: E402
 from server_helpers import sqlite_url, start_api  # noqa: E402
 
@@ -50,6 +55,10 @@ from handrail.runtime.agent import Agent  # noqa: E402
 FUZZ_COLUMNS = (
     *("database", "cases", "5xx", "tracebacks", "not problem JSON", "stored by a 4xx"),
     *("max latency", "time"),
+)
+MIXED_COLUMNS = (
+    *("database", "rounds", "requests", "5xx", "answered", "cancelled by the message"),
+    *("problems", "time"),
 )
 RACE_COLUMNS = ("asks", "200", "409", "won by one", "won by two", "problems", "max latency", "time")
 
@@ -74,6 +83,13 @@ async def fuzz(url: str, folder: Path, examples: int, seconds: float) -> tuple[F
             finally:
                 await fuzzer.aclose()
         return fuzzer.figures, time.monotonic() - started
+
+
+async def mixed(url: str, folder: Path, rounds: int) -> tuple[MixedFigures, float]:
+    async with start_api(url, folder, agents=[demo_agent()], raise_app_exceptions=False) as api:
+        started = time.monotonic()
+        figures = await mixed_races(api, rounds)
+        return figures, time.monotonic() - started
 
 
 async def matrix(url: str, folder: Path) -> tuple[int, int, list[str], float]:
@@ -149,6 +165,33 @@ async def main_async(args: argparse.Namespace, folder: Path) -> int:
             rows,
         )
 
+        rows = []
+        for name, url, sub in _databases(names, folder / "mixed", cluster):
+            figures_m, took = await mixed(url, sub, args.mixed)
+            failures += [f"mixed {name}: {p}" for p in figures_m.problems]
+            fives = sum(
+                count
+                for key, count in figures_m.statuses.items()
+                if int(key.rsplit(" ", 1)[1]) >= 500
+            )
+            rows.append(
+                [
+                    name,
+                    str(figures_m.rounds),
+                    f"{figures_m.requests:,}",
+                    str(fives),
+                    str(figures_m.settled["answered"]),
+                    str(figures_m.settled["cancelled"]),
+                    str(len(figures_m.problems)),
+                    f"{took:.0f} s",
+                ]
+            )
+        print_table(
+            "Everything at once on one conversation (answers, button, message, title, delete)",
+            MIXED_COLUMNS,
+            rows,
+        )
+
         if args.races and cluster is not None:
             race_folder = folder / "race"
             race_folder.mkdir()
@@ -188,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     add = parser.add_argument
     add("--examples", type=int, default=2000, help="requests per database (default 2000)")
     add("--seconds", type=float, default=300, help="at most this long per database (300)")
+    add("--mixed", type=int, default=300, help="rounds of everything at once (default 300)")
     add("--races", type=int, default=500, help="asks to race, 0 to skip (default 500)")
     add(
         "--databases",
