@@ -447,6 +447,8 @@ async def test_secrets_never_show_in_responses_rows_logs_or_prompts(
     assert "gAAAA" in rows  # the ciphertext is there
     seen.append(rows)
     assert [text for text in seen if CANARY in text] == []
+    # The server's own instructions reach no prompt either.
+    assert all("IGNORE ALL PREVIOUS" not in r.system for r in model.requests)
     activity = (await capi.get("/activity", user="root")).json()["data"]
     assert activity[0]["changes"]["secrets"] == {"set": ["token"], "removed": []}
 
@@ -736,3 +738,44 @@ async def test_the_booking_action_set_saved_at_run_time(capi: Api) -> None:
         done = await capi.answer(found.history_id, ask["toolCallId"], APPROVE)
         [result] = results(done)
         assert result["status"] == "completed", result
+
+
+async def test_a_change_in_one_process_reaches_another_on_the_same_database(
+    capi: Api, tmp_path: Path
+) -> None:
+    other_model = RecordingModel()
+    agents = [Agent("helper", instructions="You help people."), Agent("quiet", asks=False)]
+    async with start_api(
+        sqlite_url(tmp_path), tmp_path / "other", agents=agents, model=other_model
+    ) as other:
+        test = await add(
+            capi,
+            {
+                "app": "custom",
+                "name": "Test",
+                "kind": "mcp-stdio",
+                "mcp": test_stdio(),
+                "trusted": True,
+            },
+        )
+        await set_level(capi, test["id"], "read-only")
+
+        async def listed_in_other() -> list[str]:
+            data = (await other.get("/connections", user="root")).json()["data"]
+            return [c["status"]["state"] for c in data]
+
+        for _ in range(100):
+            if await listed_in_other() == ["connected"]:
+                break
+            await asyncio.sleep(0.1)
+        assert await listed_in_other() == ["connected"]
+        ran = await other.say(call("test_echo", {"text": "there"}))
+        assert results(ran) == ["echo: there"]
+        await capi.request("DELETE", f"/connections/{test['id']}", user="root")
+        for _ in range(100):
+            if await listed_in_other() == []:
+                break
+            await asyncio.sleep(0.1)
+        assert await listed_in_other() == []
+        gone = await other.say(call("test_echo", {"text": "there"}))
+        assert "There is no tool named 'test_echo'" in results(gone)[0]

@@ -197,8 +197,11 @@ class McpLink:
             try:
                 async with asyncio.timeout(15):
                     await asyncio.shield(self._task)
-            except (TimeoutError, asyncio.CancelledError):
+            except TimeoutError:
                 self._task.cancel()
+            except asyncio.CancelledError:
+                self._task.cancel()
+                raise  # the caller was cancelled: so is its wait, never swallowed
             except Exception:
                 log.exception("stopping the MCP server %s failed", self.name)
         self._set("closed", None)

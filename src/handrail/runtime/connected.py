@@ -164,6 +164,7 @@ class ConnectionHub:
         self._generation = 0
         self._cache: dict[str, tuple[int, SourcedSets]] = {}
         self._sync_task: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
         self._lock = asyncio.Lock()
 
     # --- life -------------------------------------------------------------------------------
@@ -178,10 +179,15 @@ class ConnectionHub:
             self._sync_task = asyncio.create_task(self._sync_loop(), name="handrail-connections")
 
     async def aclose(self) -> None:
+        self._closing.set()
         if self._sync_task is not None:
-            self._sync_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sync_task
+            # Let a sync under way finish (it may be starting or stopping a server): cancelling
+            # it there would leave a child process behind.
+            try:
+                async with asyncio.timeout(self.connect_timeout + 20):
+                    await asyncio.shield(self._sync_task)
+            except TimeoutError:
+                self._sync_task.cancel()
         for agent in self._agents:
             agent.remove_tool_source(self.sourced)
         self._agents.clear()
@@ -191,8 +197,12 @@ class ConnectionHub:
         await asyncio.gather(*(link.aclose() for link in links), return_exceptions=True)
 
     async def _sync_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.sync_every)
+        while not self._closing.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.sync_every):
+                    await self._closing.wait()
+            if self._closing.is_set():
+                return
             try:
                 await self.sync()
             except Exception:
@@ -247,7 +257,10 @@ class ConnectionHub:
         old = self._live.get(record.id)
         if old is not None and old.link is not None:
             await old.link.aclose()
-        live = _Live(record=record)
+        # Starting here, whatever another process wrote of its own start.
+        starting = {**record.status, "state": "starting"}
+        starting.pop("message", None)
+        live = _Live(record=dataclasses.replace(record, status=starting))
         self._live[record.id] = live
         self._changed()
         await self._start(live)
