@@ -779,3 +779,34 @@ async def test_a_change_in_one_process_reaches_another_on_the_same_database(
         assert await listed_in_other() == []
         gone = await other.say(call("test_echo", {"text": "there"}))
         assert "There is no tool named 'test_echo'" in results(gone)[0]
+
+
+async def test_secrets_saved_under_another_key_are_reported_and_can_be_set_again(
+    capi: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test = await add(
+        capi,
+        {
+            "app": "custom",
+            "name": "Test",
+            "kind": "mcp-stdio",
+            "mcp": test_stdio(env={"TEST_TOKEN": "${secret.token}"}),
+            "secrets": {"token": CANARY},
+        },
+    )
+    hub = capi.app.state.connections
+    monkeypatch.setattr(hub, "secrets", type(hub.secrets)(new_secret_key()))
+    refreshed = await capi.request(
+        "PATCH", f"/connections/{test['id']}", user="root", json={"trusted": True}
+    )
+    status = refreshed.json()["data"]["status"]
+    assert status["state"] == "error"
+    assert "cannot be read with the current HANDRAIL_SECRET_KEY" in status["message"]
+    fixed = await capi.request(
+        "PATCH",
+        f"/connections/{test['id']}",
+        user="root",
+        json={"secrets": {"token": CANARY}},
+    )
+    assert fixed.status_code == 200, fixed.text
+    assert fixed.json()["data"]["status"]["state"] == "connected"

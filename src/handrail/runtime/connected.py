@@ -605,7 +605,10 @@ class ConnectionHub:
         if "secrets" in body:
             if definition is None and record.app != CUSTOM:
                 fields["secrets"] = "cannot be checked: the app is not in the catalog"
-            current = self.secrets.open(record.secrets) if record.secrets else {}
+            try:
+                current = self.secrets.open(record.secrets)
+            except SecretsUnreadable:
+                current = {}  # saved under another key: the ones sent now replace them all
             for key, value in (body["secrets"] or {}).items():
                 if value is None:
                     current.pop(key, None)
