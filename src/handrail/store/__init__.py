@@ -32,7 +32,7 @@ from handrail.store.confirmations import (
 from handrail.store.db import DEFAULT_URL, Database, driver_url
 from handrail.store.files import FileRepo
 from handrail.store.histories import HistoryConflict, HistoryRepo, load_history
-from handrail.store.leases import LeaseRepo
+from handrail.store.leases import LeaseLost, LeaseRepo, lease_of
 from handrail.store.permissions import GrantConflict, GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
@@ -48,6 +48,7 @@ from handrail.store.records import (
     HistoryChange,
     PermissionLevel,
     PermissionRecord,
+    ReleaseLease,
     RequestRecord,
     StoredGrantScope,
     StoredRow,
@@ -81,11 +82,13 @@ __all__ = [
     "HistoryChange",
     "HistoryConflict",
     "HistoryRepo",
+    "LeaseLost",
     "LeaseRepo",
     "LocalBlobStore",
     "PermissionLevel",
     "PermissionRecord",
     "PermissionRepo",
+    "ReleaseLease",
     "RequestLog",
     "RequestRecord",
     "Store",
@@ -116,6 +119,8 @@ class TurnState:
     history: History
     rows: list[StoredRow]
     confirmations: list[ConfirmationRecord]
+    #: The turn that still has work to do on the history, if any.
+    lease: TurnLease | None = None
 
 
 def _load_turn(connection: Connection, history_id: str) -> TurnState | None:
@@ -124,7 +129,10 @@ def _load_turn(connection: Connection, history_id: str) -> TurnState | None:
         return None
     history, rows = loaded
     return TurnState(
-        history=history, rows=rows, confirmations=confirmations_of(connection, history_id)
+        history=history,
+        rows=rows,
+        confirmations=confirmations_of(connection, history_id),
+        lease=lease_of(connection, history_id),
     )
 
 
@@ -171,8 +179,8 @@ class Store:
         return cls(db, blobs)
 
     async def load_turn(self, history_id: str) -> TurnState | None:
-        """The history, its rows and its confirmations in one read, or None when it does not
-        exist or was deleted."""
+        """The history, its rows, its confirmations and its turn lease in one read, or None
+        when it does not exist or was deleted."""
         return await self.db.snapshot(_load_turn, history_id)
 
     async def close(self) -> None:

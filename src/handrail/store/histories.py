@@ -28,6 +28,7 @@ from handrail.store.records import (
     AskStatus,
     History,
     HistoryChange,
+    ReleaseLease,
     RequestRecord,
     StoredRow,
     TurnLease,
@@ -401,6 +402,8 @@ def _apply(
     _remove_results(connection, history_id, change.remove_results)
     if isinstance(change.lease, TurnLease):
         write_lease(connection, change.lease)
+    elif isinstance(change.lease, ReleaseLease):
+        release_lease(connection, history_id, change.lease.owner)
     elif change.lease is None:
         release_lease(connection, history_id)
     if appended:

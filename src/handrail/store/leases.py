@@ -14,15 +14,28 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from handrail.errors import Conflict
 from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.prepared import Prepared
 from handrail.store.records import TurnLease
 from handrail.store.tables import turn_leases
 
-__all__ = ["LeaseRepo", "release_lease", "write_lease"]
+__all__ = ["LeaseLost", "LeaseRepo", "lease_of", "release_lease", "write_lease"]
 
 L = turn_leases.c
+_OF_HISTORY = Prepared(select(turn_leases).where(L.history_id == bindparam("history_id")))
+
+
+class LeaseLost(Conflict):
+    """The turn's lease is no longer its process's: another process took the turn over
+    (this one was too slow to renew it). Nothing of the change was written."""
+
+    def __init__(self, history_id: str, owner: str) -> None:
+        super().__init__(f"The turn of history {history_id} was taken over from {owner}.")
+        self.history_id = history_id
+        self.owner = owner
 
 
 class LeaseRepo:
@@ -81,6 +94,12 @@ class LeaseRepo:
         return bool(await self._db.write(row_count, statement))
 
 
+def lease_of(connection: Connection, history_id: str) -> TurnLease | None:
+    """The history's lease, in the caller's transaction."""
+    row = _OF_HISTORY.first(connection, {"history_id": history_id})
+    return None if row is None else _lease(row)
+
+
 def write_lease(connection: Connection, lease: TurnLease) -> None:
     """Hold `lease` from now on, in the caller's transaction (replacing any other)."""
     connection.execute(delete(turn_leases).where(L.history_id == lease.history_id))
@@ -95,9 +114,15 @@ def write_lease(connection: Connection, lease: TurnLease) -> None:
     )
 
 
-def release_lease(connection: Connection, history_id: str) -> None:
-    """Remove the history's lease, in the caller's transaction."""
-    connection.execute(delete(turn_leases).where(L.history_id == history_id))
+def release_lease(connection: Connection, history_id: str, owner: str | None = None) -> None:
+    """Remove the history's lease (only `owner`'s, when given: `LeaseLost` otherwise), in the
+    caller's transaction."""
+    statement = delete(turn_leases).where(L.history_id == history_id)
+    if owner is None:
+        connection.execute(statement)
+        return
+    if not connection.execute(statement.where(L.owner == owner)).rowcount:
+        raise LeaseLost(history_id, owner)
 
 
 def _lease(row: Mapping[Any, Any]) -> TurnLease:

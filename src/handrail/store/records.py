@@ -76,8 +76,9 @@ class HistoryChange:
       answer).
     - `pending_ask`: the new `PendingAsk` (None clears it); `UNSET` keeps it.
     - `title`: the new title; `UNSET` keeps it.
-    - `lease`: the turn lease to hold from this change on (a `TurnLease`), None to release
-      it; `UNSET` leaves it as it is.
+    - `lease`: the turn lease to hold from this change on (a `TurnLease`); `ReleaseLease`
+      to end the lease its owner holds (the change fails with `LeaseLost` when another
+      process took it over); None to drop any lease; `UNSET` leaves it as it is.
     """
 
     append: Sequence[dict[str, Any]] = ()
@@ -85,7 +86,14 @@ class HistoryChange:
     remove_results: Sequence[str] = ()
     pending_ask: PendingAsk | _Unset | None = UNSET
     title: str | _Unset | None = UNSET
-    lease: TurnLease | _Unset | None = UNSET
+    lease: TurnLease | ReleaseLease | _Unset | None = UNSET
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReleaseLease:
+    """End the turn lease `owner` holds, in the same change as the turn's last rows."""
+
+    owner: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
