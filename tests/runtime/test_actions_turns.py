@@ -350,3 +350,100 @@ async def test_a_changed_context_makes_the_confirm_stale(booking: Booking) -> No
     record = await booking.store.confirmations.get(confirmation_id)
     assert record is not None
     assert record.state == "stale"
+
+
+async def _stopped_after_confirm(
+    booking: Booking, stop: str
+) -> tuple[dict[str, Any], Runtime, Any]:
+    """Confirm a booking on a runtime that stops (its lease never renewed) at `stop`: before
+    it consumes the confirmation (``consume``) or after, while sending (``send``). Returns the
+    ask, a second runtime on the same database, and the event that wakes the first up."""
+    import asyncio
+
+    ask = await booking.book(time="21:00")
+    first = booking.runtime
+    first.lease_s = 0.4
+
+    async def no_heartbeat(history_id: str) -> None:
+        await asyncio.Event().wait()
+
+    first.recovery.heartbeat = no_heartbeat  # type: ignore[method-assign]
+    blocked = asyncio.Event()
+    hang = asyncio.Event()
+    if stop == "consume":
+        original = booking.store.confirmations.consume
+
+        async def consume(*args: Any, **kwargs: Any) -> Any:
+            blocked.set()
+            await hang.wait()
+            return await original(*args, **kwargs)
+
+        patched = _With(booking.store.confirmations, consume=consume)
+        first.actions.store = _With(booking.store, confirmations=patched)  # type: ignore[assignment]
+    else:
+        import handrail.runtime.action_calls as action_calls
+
+        real_send = action_calls.send
+
+        async def send(*args: Any, **kwargs: Any) -> Any:
+            blocked.set()
+            await hang.wait()
+            return await real_send(*args, **kwargs)
+
+        action_calls.send = send  # type: ignore[assignment]
+    assert booking.history_id is not None
+    await first.start_answer(
+        ALICE, booking.history_id, {"toolCallId": ask["toolCallId"], **CONFIRM}
+    )
+    await blocked.wait()
+    if stop == "send":
+        action_calls.send = real_send  # type: ignore[assignment]
+    await asyncio.sleep(0.6)
+    agent = Agent("concierge", action_sets=[booking_action_set(booking.base_url)])
+    second = Runtime(store=booking.store, agents=agent, model=ScriptedModel(), lease_s=0.4)
+    return ask, second, hang
+
+
+class _With:
+    """An object that answers like `inner`, with some attributes replaced."""
+
+    def __init__(self, inner: Any, **replaced: Any) -> None:
+        self._inner = inner
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def test_a_confirmed_booking_whose_process_stopped_before_sending_is_sent_once(
+    booking: Booking,
+) -> None:
+    ask, second, wake = await _stopped_after_confirm(booking, "consume")
+    assert await booking.posts() == []
+    [taken] = await second.recovery.sweep()
+    result = await taken.result()
+    assert result.text.startswith('book_slot returned: {"status":"completed"')
+    assert len(await booking.posts()) == 1
+    record = await booking.store.confirmations.get(ask["toolCallId"].removeprefix("confirmation_"))
+    assert record is not None
+    assert record.state == "succeeded"
+    wake.set()  # the first process wakes: the confirmation is used, nothing more is sent
+    await second.aclose()
+    await booking.runtime.aclose()
+    assert len(await booking.posts()) == 1
+
+
+async def test_a_booking_whose_process_stopped_while_sending_is_uncertain_at_once(
+    booking: Booking,
+) -> None:
+    ask, second, wake = await _stopped_after_confirm(booking, "send")
+    [taken] = await second.recovery.sweep()
+    result = await taken.result()
+    assert "TOOL_EXECUTION_UNCERTAIN" in result.text
+    record = await booking.store.confirmations.get(ask["toolCallId"].removeprefix("confirmation_"))
+    assert record is not None
+    # Known at once, long before the confirmation's own lease (about a minute) would end.
+    assert record.state == "uncertain"
+    assert await booking.posts() == []  # never resent
+    wake.set()
+    await second.aclose()
