@@ -32,7 +32,7 @@ from .gate import Answer, GateRequired, execution_denied, gate_for, uncertain_re
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
-from .models.base import Model, ModelRequest, TextDelta, ToolCallPart
+from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_events
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
 from .tools import Tool, ToolError, ToolSet, invalid_arguments_text
@@ -92,7 +92,9 @@ class StepRunner:
             request = ModelRequest(
                 system=run.setup.system, messages=tuple(run.messages), tools=run.setup.specs
             )
-            async for event in run.model.stream(request):
+            # Every model's output is made storable here too: a model of the user's own that
+            # does not use `storable_stream` cannot break a turn with NUL or lone surrogates.
+            async for event in storable_events(run.model.stream(request)):
                 if isinstance(event, TextDelta) and event.text:
                     text.append(event.text)
                     run.output = True
