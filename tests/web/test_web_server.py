@@ -49,7 +49,9 @@ async def plain(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-@pytest.mark.parametrize("path", ["/", "/inbox", "/watch", "/grants", "/c/" + "a" * 24])
+@pytest.mark.parametrize(
+    "path", ["/", "/inbox", "/watch", "/grants", "/connections", "/c/" + "a" * 24]
+)
 async def test_the_shell_answers_every_page_path(plain: httpx.AsyncClient, path: str) -> None:
     response = await plain.get(path)
     assert response.status_code == 200

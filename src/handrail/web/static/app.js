@@ -1,8 +1,10 @@
-// handrail's web UI: sign-in, the chat, the inbox, the compact /watch view and the grants page.
+// handrail's web UI: sign-in, the chat, the inbox, the compact /watch view, the grants page and
+// the connections page.
 // Vanilla ES modules over the public HTTP API; the page routes itself from the URL.
 
 import { auth, get, getPage, onUnauthorized } from "./api.js";
 import { chatPage } from "./chat.js";
+import { connectionsPage } from "./connections.js";
 import { h, replace } from "./dom.js";
 import { grantsPage } from "./grants.js";
 import { inboxPage } from "./inbox.js";
@@ -17,6 +19,7 @@ const ROUTES = [
   { pattern: /^\/inbox$/, page: inboxPage, nav: "inbox", title: "Inbox" },
   { pattern: /^\/watch$/, page: watchPage, nav: "watch", title: "Watch", compact: true },
   { pattern: /^\/grants$/, page: grantsPage, nav: "grants", title: "Grants" },
+  { pattern: /^\/connections$/, page: connectionsPage, nav: "connections", title: "Connections" },
 ];
 
 const NAV = [
@@ -24,6 +27,7 @@ const NAV = [
   { id: "inbox", href: "/inbox", label: "Inbox" },
   { id: "watch", href: "/watch", label: "Watch" },
   { id: "grants", href: "/grants", label: "Grants" },
+  { id: "connections", href: "/connections", label: "Connections" },
 ];
 
 const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, timer: 0, firstRender: true };

@@ -1,0 +1,264 @@
+// Connections: the saved connections (and the configuration's, read-only) with their status and
+// their tools' safety classes; for admins, the catalog to add one from (a form from its config
+// fields, secrets as password inputs), refresh, trust, per-tool overrides and remove. Everyone
+// else sees the connections they can use and their own permission level.
+
+import { ApiError, api, get } from "./api.js";
+import { ago, h, replace, uid } from "./dom.js";
+
+const CLASSES = ["read-only", "mutating", "consequential"];
+const STATES = { connected: "Connected", starting: "Starting", error: "Error" };
+
+export function connectionsPage(main, ctx) {
+  const admin = Boolean(ctx.info && ctx.info.user && ctx.info.user.isAdmin);
+  const listBox = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  const catalogBox = h("div", {});
+  const status = h("p", { class: "sr-only", role: "status" });
+  let alive = true;
+
+  function say(text) {
+    status.textContent = text;
+  }
+
+  async function act(what, work) {
+    try {
+      await work();
+      say(what);
+    } catch (error) {
+      say(error.message);
+      const alert = listBox.querySelector(".connections-error") || h("p", { class: "connections-error", role: "alert" });
+      alert.textContent = error.message;
+      listBox.prepend(alert);
+      return;
+    }
+    await load();
+  }
+
+  function toolRows(connection, tools) {
+    return h(
+      "table",
+      { class: "data-table tool-table" },
+      h("caption", { class: "sr-only" }, `Tools of ${connection.name}`),
+      h(
+        "thead",
+        {},
+        h("tr", {}, h("th", { scope: "col" }, "Tool"), h("th", { scope: "col" }, "Model calls it"), h("th", { scope: "col" }, "Class"), admin && !connection.readOnly ? h("th", { scope: "col" }, "Override") : null),
+      ),
+      h(
+        "tbody",
+        {},
+        tools.map((tool) =>
+          h(
+            "tr",
+            { dataset: { tool: tool.name } },
+            h("td", { "data-label": "Tool" }, h("code", {}, tool.name), h("div", { class: "helper" }, tool.description)),
+            h("td", { "data-label": "Model calls it" }, tool.modelName ? h("code", {}, tool.modelName) : h("span", { class: "muted" }, "not offered")),
+            h("td", { "data-label": "Class" }, h("span", { class: `badge badge-${tool.safetyClass}` }, tool.safetyClass)),
+            admin && !connection.readOnly ? h("td", { "data-label": "Override" }, overrideSelect(connection, tool)) : null,
+          ),
+        ),
+      ),
+    );
+  }
+
+  function overrideSelect(connection, tool) {
+    const select = h(
+      "select",
+      {
+        "aria-label": `Class of ${tool.name}`,
+        onchange: () => {
+          const overrides = { ...connection.overrides };
+          if (select.value) overrides[tool.name] = select.value;
+          else delete overrides[tool.name];
+          act(`Saved the class of ${tool.name}.`, () => api("PATCH", `/connections/${connection.id}`, { overrides }));
+        },
+      },
+      h("option", { value: "" }, "From its hints"),
+      CLASSES.map((c) => h("option", { value: c, selected: tool.override === c }, c)),
+    );
+    return select;
+  }
+
+  function card(connection, tools, levels) {
+    const state = connection.status.state;
+    const level = levels.get(connection.id);
+    return h(
+      "li",
+      { class: "connection", dataset: { connectionId: connection.id } },
+      h("h3", {}, connection.name, " ", h("span", { class: `badge badge-state-${state}` }, STATES[state] || state)),
+      h(
+        "p",
+        { class: "helper" },
+        connection.readOnly ? "From the configuration file (read-only)" : `App: ${connection.app}`,
+        ` · ${connection.status.toolCount} tool${connection.status.toolCount === 1 ? "" : "s"}`,
+        connection.status.listedAt ? ` · listed ${ago(connection.status.listedAt)}` : "",
+        ` · ${connection.trusted ? "trusted" : "not trusted: its tools are consequential unless an admin says otherwise"}`,
+      ),
+      connection.status.message ? h("p", { class: "connection-message", role: "note" }, connection.status.message) : null,
+      connection.secretsSet && connection.secretsSet.length ? h("p", { class: "helper" }, `Secrets set: ${connection.secretsSet.join(", ")}`) : null,
+      h("p", { class: "helper" }, "Your level: ", h("strong", {}, level || "not set (its next use asks)")),
+      admin && !connection.readOnly
+        ? h(
+            "div",
+            { class: "button-row" },
+            h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => act(`Refreshed ${connection.name}.`, () => api("POST", `/connections/${connection.id}/refresh`)) }, "Refresh"),
+            h(
+              "button",
+              { class: "btn btn-secondary btn-small", type: "button", onclick: () => act(`Saved ${connection.name}.`, () => api("PATCH", `/connections/${connection.id}`, { trusted: !connection.trusted })) },
+              connection.trusted ? "Stop trusting" : "Trust",
+            ),
+            h(
+              "button",
+              {
+                class: "btn btn-danger btn-small",
+                type: "button",
+                onclick: () => {
+                  if (window.confirm(`Remove ${connection.name}? Its tools leave every agent's next turn.`)) {
+                    act(`Removed ${connection.name}.`, () => api("DELETE", `/connections/${connection.id}`));
+                  }
+                },
+              },
+              "Remove",
+            ),
+          )
+        : null,
+      tools.length ? toolRows(connection, tools) : null,
+    );
+  }
+
+  async function load() {
+    try {
+      const [connections, permissions] = await Promise.all([get("/connections"), get("/permissions")]);
+      const tools = await Promise.all(connections.map((c) => get(`/connections/${encodeURIComponent(c.id)}/tools`).catch(() => [])));
+      if (!alive) return;
+      const levels = new Map((permissions.saved || []).map((s) => [s.connectionId, s.level]));
+      if (!connections.length) {
+        replace(listBox, h("p", {}, admin ? "No connections yet. Add one from the catalog below." : "No connection is set up for your agents yet."));
+        return;
+      }
+      replace(listBox, h("ul", { class: "connection-list" }, connections.map((c, i) => card(c, tools[i], levels))));
+    } catch (error) {
+      replace(listBox, h("p", { role: "alert" }, unavailable(error)));
+    }
+  }
+
+  function addForm(app) {
+    const fields = app.config || [];
+    const errors = h("div", { role: "alert", class: "form-errors" });
+    const nameId = uid("name");
+    const trustedId = uid("trusted");
+    const inputs = fields.map((field) => {
+      const id = uid(field.key);
+      const secret = field.type === "secret" || field.type === "password";
+      const input = h("input", { id, name: field.key, type: secret ? "password" : field.type === "url" ? "url" : "text", autocomplete: secret ? "new-password" : "off", required: field.required ? "" : null });
+      return {
+        field,
+        secret,
+        input,
+        row: h("div", { class: "field" }, h("label", { for: id }, field.label, field.required ? " (required)" : ""), input, field.help ? h("p", { class: "helper" }, field.help) : null),
+      };
+    });
+    const name = h("input", { id: nameId, name: "name", type: "text", value: app.name, required: "" });
+    const trusted = h("input", { id: trustedId, name: "trusted", type: "checkbox" });
+    const form = h(
+      "form",
+      {
+        class: "add-connection",
+        "aria-label": `Add ${app.name}`,
+        onsubmit: async (event) => {
+          event.preventDefault();
+          const body = { app: app.slug, name: name.value, settings: {}, secrets: {}, trusted: trusted.checked };
+          for (const one of inputs) {
+            if (!one.input.value) continue;
+            (one.secret ? body.secrets : body.settings)[one.field.key] = one.input.value;
+          }
+          try {
+            const saved = await api("POST", "/connections", body);
+            errors.textContent = "";
+            form.remove();
+            say(`Added ${saved.name}: ${STATES[saved.status.state] || saved.status.state}.`);
+            await load();
+          } catch (error) {
+            const fields = error instanceof ApiError && error.problem.fields && !Array.isArray(error.problem.fields) ? error.problem.fields : {};
+            replace(errors, h("p", {}, error.message), Object.entries(fields).map(([key, message]) => h("p", {}, `${key}: ${message}`)));
+          }
+        },
+      },
+      h("h3", {}, `Add ${app.name}`),
+      errors,
+      h("div", { class: "field" }, h("label", { for: nameId }, "Name"), name, h("p", { class: "helper" }, "Its tools are named after it, such as notes_list_notes.")),
+      inputs.map((one) => one.row),
+      h("div", { class: "field field-check" }, trusted, h("label", { for: trustedId }, "Trust its tools' hints (otherwise every tool is consequential)")),
+      h("div", { class: "button-row" }, h("button", { class: "btn btn-primary", type: "submit" }, "Add connection"), h("button", { class: "btn btn-secondary", type: "button", onclick: () => form.remove() }, "Cancel")),
+    );
+    return form;
+  }
+
+  async function loadCatalog() {
+    if (!admin) return;
+    try {
+      const apps = await get("/catalog");
+      if (!alive) return;
+      replace(
+        catalogBox,
+        h(
+          "ul",
+          { class: "catalog-list" },
+          apps.map((app) => {
+            const item = h(
+              "li",
+              { class: "catalog-app", dataset: { slug: app.slug } },
+              h("h3", {}, app.name, " ", h("code", { class: "muted" }, app.kind)),
+              h("p", {}, app.description),
+              app.docsUrl ? h("p", { class: "helper" }, h("a", { href: app.docsUrl, rel: "noopener noreferrer", target: "_blank" }, "Documentation")) : null,
+            );
+            item.append(
+              h(
+                "button",
+                {
+                  class: "btn btn-secondary btn-small",
+                  type: "button",
+                  "aria-label": `Add ${app.name}`,
+                  onclick: () => {
+                    if (item.querySelector("form")) return;
+                    const form = addForm(app);
+                    item.append(form);
+                    form.querySelector("input").focus();
+                  },
+                },
+                "Add",
+              ),
+            );
+            return item;
+          }),
+        ),
+      );
+    } catch (error) {
+      replace(catalogBox, h("p", { role: "alert" }, unavailable(error)));
+    }
+  }
+
+  replace(
+    main,
+    h(
+      "div",
+      { class: "narrow" },
+      h("h1", {}, "Connections"),
+      status,
+      h("section", { "aria-labelledby": "connections-heading" }, h("h2", { id: "connections-heading" }, admin ? "Connections" : "Connections your agents use"), listBox),
+      admin ? h("section", { "aria-labelledby": "catalog-heading" }, h("h2", { id: "catalog-heading" }, "Add from the catalog"), catalogBox) : null,
+    ),
+  );
+  load();
+  loadCatalog();
+  return () => {
+    alive = false;
+  };
+}
+
+function unavailable(error) {
+  if (error instanceof ApiError && (error.status === 404 || error.status === 405)) {
+    return "This server does not offer connections.";
+  }
+  return error.message;
+}

@@ -1,0 +1,56 @@
+"""The Connections page: an admin adds the notes MCP server from the catalog in the browser,
+sees it connected with its tools' classes, trusts it and overrides a class; another user sees
+it with their own level and no admin controls."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+from web_pages import App
+
+from demo_server import DemoServer
+
+
+def test_an_admin_adds_a_connection_in_the_ui(
+    app: App, second_tab: App, demo_server: DemoServer
+) -> None:
+    try:
+        app.sign_in_as("admin", "/connections")
+        expect(app.page.get_by_role("heading", name="Connections", level=1)).to_be_visible()
+        notes_app = app.page.locator(".catalog-app", has_text="Read, add and delete short notes")
+        notes_app.get_by_role("button", name="Add Notes").click()
+        form = app.page.get_by_role("form", name="Add Notes")
+        form.get_by_label("Name").fill("Jotter")
+        form.get_by_role("button", name="Add connection").click()
+        card = app.page.locator(".connection", has_text="Jotter")
+        expect(card.locator(".badge-state-connected")).to_have_text("Connected", timeout=30_000)
+        expect(card).to_contain_text("App: notes")
+        expect(card).to_contain_text("not trusted")
+        delete = card.locator("tr[data-tool='delete_note']")
+        expect(delete).to_contain_text("jotter_delete_note")
+        expect(delete.locator(".badge")).to_have_text("consequential")
+        listing = card.locator("tr[data-tool='list_notes']")
+        expect(listing.locator(".badge")).to_have_text("consequential")  # not trusted yet
+        card.get_by_role("button", name="Trust").click()
+        expect(card).to_contain_text("· trusted")
+        expect(card.locator("tr[data-tool='list_notes'] .badge")).to_have_text("read-only")
+        card.locator("tr[data-tool='add_note']").get_by_label("Class of add_note").select_option(
+            "consequential"
+        )
+        expect(card.locator("tr[data-tool='add_note'] .badge")).to_have_text("consequential")
+        app.shoot("connections")
+
+        second_tab.sign_in_as("bob", "/connections")
+        seen = second_tab.page.locator(".connection", has_text="Jotter")
+        expect(seen).to_contain_text("Your level: not set (its next use asks)")
+        expect(seen.get_by_role("button")).to_have_count(0)
+        expect(second_tab.page.get_by_role("heading", name="Add from the catalog")).to_have_count(0)
+        expect(second_tab.page.get_by_role("link", name="Connections")).to_have_attribute(
+            "aria-current", "page"
+        )
+    finally:
+        with demo_server.api("admin") as api:
+            for connection in api.get("/connections").json()["data"]:
+                if re.fullmatch(r"[0-9a-f]{24}", connection["id"]):
+                    api.delete(f"/connections/{connection['id']}")
