@@ -810,3 +810,35 @@ async def test_secrets_saved_under_another_key_are_reported_and_can_be_set_again
     )
     assert fixed.status_code == 200, fixed.text
     assert fixed.json()["data"]["status"]["state"] == "connected"
+
+
+async def test_a_server_that_comes_up_later_is_connected_without_a_refresh(capi: Api) -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    down = await add(
+        capi,
+        {"app": "custom", "name": "Late", "kind": "mcp-http", "mcp": {"url": url}, "trusted": True},
+    )
+    assert down["status"]["state"] == "error"
+    assert "cannot be reached" in down["status"]["message"]
+    process = subprocess.Popen(
+        [sys.executable, str(TEST_SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        state = "error"
+        for _ in range(300):
+            data = (await capi.get(f"/connections/{down['id']}", user="root")).json()["data"]
+            state = data["status"]["state"]
+            if state == "connected":
+                break
+            await asyncio.sleep(0.1)
+        assert state == "connected"
+        assert data["status"]["toolCount"] == 9
+        await set_level(capi, down["id"], "read-only")
+        ran = await capi.say(call("late_echo", {"text": "at last"}))
+        assert results(ran) == ["echo: at last"]
+    finally:
+        process.terminate()
+        process.wait(10)

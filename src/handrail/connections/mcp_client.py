@@ -31,7 +31,7 @@ import io
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
@@ -155,8 +155,13 @@ class McpLink:
         secrets: Sequence[str] = (),
         call_timeout: float = 60.0,
         connect_timeout: float = CONNECT_TIMEOUT,
+        on_change: Callable[[McpLink], Awaitable[None]] | None = None,
     ) -> None:
         self.name = name
+        #: Called (in the supervisor) each time the link connects again or fails again after
+        #: its first start: the owner updates what it shows (`start` covers the first).
+        self.on_change = on_change
+        self._settles = 0
         self.launch = launch
         self._secrets = [s for s in secrets if s]
         self.call_timeout = call_timeout
@@ -211,6 +216,16 @@ class McpLink:
         self.message = message
         self._changed.set()
 
+    async def _settled(self) -> None:
+        """The link connected or failed: tell the owner, but for the first start."""
+        self._settles += 1
+        if self._settles == 1 or self.on_change is None or self._closing.is_set():
+            return
+        try:
+            await self.on_change(self)
+        except Exception:
+            log.exception("the owner of the MCP server %s failed to take its change", self.name)
+
     async def _supervise(self) -> None:
         delay = BACKOFF_FIRST
         while not self._closing.is_set():
@@ -219,8 +234,13 @@ class McpLink:
             try:
                 await self._connected(attempt)
             except Exception as exc:
+                before = self.message
                 self._set("error", self._failure_text(exc))
-                log.warning("MCP server %s: %s", self.name, mask(self.message or "", self._secrets))
+                if self.message != before:  # once per new reason, not at every retry
+                    log.warning(
+                        "MCP server %s: %s", self.name, mask(self.message or "", self._secrets)
+                    )
+                await self._settled()
             else:
                 if not self._closing.is_set():
                     self._set("starting", None)
@@ -253,6 +273,7 @@ class McpLink:
                 self.listed = True
                 attempt.client = client
                 self._set("connected", None)
+                await self._settled()
                 await attempt.lost.wait()
                 attempt.client = None
         finally:

@@ -276,12 +276,23 @@ class ConnectionHub:
         except (MissingValue, SecretsUnreadable) as exc:
             await self._set_status(live, "error", _sentence(str(exc)))
             return
+
+        async def changed(link: McpLink) -> None:
+            """The server came back (or failed again) after its first start."""
+            if self._live.get(record.id) is not live:
+                return
+            if link.state == "connected":
+                await self._listed(live, link.tools, link.instructions)
+            elif link.state == "error":
+                await self._set_status(live, "error", link.message or "The server stopped.")
+
         link = McpLink(
             name=record.name,
             launch=launch,
             secrets=list(secrets.values()),
             call_timeout=record.call_timeout or self.call_timeout,
             connect_timeout=self.connect_timeout,
+            on_change=changed,
         )
         live.link = link
         await link.start()
