@@ -842,3 +842,30 @@ async def test_a_server_that_comes_up_later_is_connected_without_a_refresh(capi:
     finally:
         process.terminate()
         process.wait(10)
+
+
+async def test_a_slow_call_times_out_beside_an_ask_that_stays_pending(capi: Api) -> None:
+    test = await add(
+        capi,
+        {
+            "app": "custom",
+            "name": "Test",
+            "kind": "mcp-stdio",
+            "mcp": test_stdio(),
+            "trusted": True,
+            "timeout": 1,
+        },
+    )
+    await set_level(capi, test["id"], "read-only")
+    confirm = {"prompt": "Go on?", "confirmLabel": "Yes", "denyLabel": "No"}
+    stream = await capi.say(
+        f"ask_confirm {json.dumps(confirm)}\n" + call("test_slow", {"seconds": 10})
+    )
+    assert stream.ask["input"]["prompt"] == "Go on?"
+    [timed_out] = results(stream)
+    assert timed_out.startswith("slow on Test did not answer within 1 seconds")
+    history = await capi.history(stream.history_id)
+    assert history["pendingAsk"]["kind"] == "confirm"
+    answered = await capi.answer(stream.history_id, stream.ask["toolCallId"], APPROVE)
+    assert answered.status == 200, answered.problem
+    assert (await capi.history(stream.history_id))["pendingAsk"] is None
