@@ -76,10 +76,7 @@ def create_app(
                 )
                 for agent in the_runtime.agents.values():
                     the_runtime.model_for(agent)  # a bad model name fails the start-up
-            # Take over the turns of server processes that stopped (their leases lapsed).
-            the_runtime.start()
-            app.state.store = the_store
-            app.state.runtime = the_runtime
+            # The saved connections' tools first, so that a turn taken over has them too.
             hub = ConnectionHub(
                 the_store,
                 catalog=catalog,
@@ -89,10 +86,17 @@ def create_app(
             await hub.start(the_runtime.agents.values())
             app.state.connections = hub
             try:
-                yield
+                # Take over the turns of server processes that stopped (their leases lapsed).
+                the_runtime.start()
+                app.state.store = the_store
+                app.state.runtime = the_runtime
+                try:
+                    yield
+                finally:
+                    # The turns still running finish with their tools, then the servers stop.
+                    await the_runtime.aclose()
             finally:
                 await hub.aclose()
-                await the_runtime.aclose()
         finally:
             if opened is not None:
                 await opened.close()
