@@ -378,6 +378,7 @@ def _build(draft: ToolDraft) -> ActionTool:
     body: Any = draft.body
     return ActionTool(
         name=draft.name,
+        title=draft.title,
         description=draft.description,
         input_schema=draft.input_schema,
         method=draft.method,

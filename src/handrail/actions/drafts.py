@@ -258,6 +258,7 @@ class ToolDraft:
     index: int
     path: str
     name: str | None = None
+    title: str | None = None
     description: str | None = None
     input_schema: Mapping[str, Any] | None = None
     method: Method | None = None

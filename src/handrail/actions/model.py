@@ -198,13 +198,15 @@ class Dependency:
 class ActionTool:
     """One compiled tool: what the model sees (`name`, `description`, `input_schema`), the
     request it makes, how it is sent, and what it does (`effect`, `confirmation`, `recovery`,
-    `dependencies`)."""
+    `dependencies`). `title` is its name in the person's words ("Book a table"), used by the
+    asks the server makes about it in place of `name`; the model never sees it."""
 
     name: str
     description: str
     input_schema: Mapping[str, Any]
     method: Method
     path: str
+    title: str | None = None
     path_params: Mapping[str, Any] = field(default_factory=dict)
     query: Mapping[str, Any] = field(default_factory=dict)
     headers: Mapping[str, Any] = field(default_factory=dict)
@@ -214,6 +216,11 @@ class ActionTool:
     confirmation: Confirmation = field(default_factory=lambda: Confirmation(required=False))
     recovery: Recovery | None = None
     dependencies: Mapping[str, Dependency] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """What the person reads for it: its `title`, else its name."""
+        return self.title or self.name
 
     @property
     def safety_class(self) -> SafetyClass:
@@ -232,9 +239,11 @@ class ActionTool:
         return self.body is not None
 
     def to_config(self) -> dict[str, Any]:
-        """The compiled tool in one canonical, JSON-ready form (what `fingerprint` hashes)."""
-        return {
+        """The compiled tool in one canonical, JSON-ready form (what `fingerprint` hashes); a
+        ``title`` only when it has one, so a file without titles keeps its fingerprint."""
+        config: dict[str, Any] = {
             "name": self.name,
+            **({"title": self.title} if self.title is not None else {}),
             "description": self.description,
             "input": self.input_schema,
             "request": {
@@ -258,6 +267,7 @@ class ActionTool:
             },
             "dependencies": {k: v.to_config() for k, v in self.dependencies.items()},
         }
+        return config
 
     @functools.cached_property
     def fingerprint(self) -> str:

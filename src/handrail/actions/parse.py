@@ -78,6 +78,8 @@ MAX_TIMEOUT_MS: Final = 600_000
 MAX_RESPONSE_BYTES_LIMIT: Final = 104_857_600
 MAX_BACKOFF_MS: Final = 60_000
 MAX_MULTIPLIER: Final = 10.0
+#: A tool's ``title`` (its name in the person's words) is 1-80 characters.
+TITLE_MAX_CHARS: Final = 80
 #: Headers the transport owns; a file may not set them.
 RESERVED_HEADERS: Final = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"}
@@ -86,7 +88,7 @@ RESERVED_HEADERS: Final = frozenset(
 _TOP_KEYS: Final = ("id", "name", "base_url", "trusted", "instructions", "auth", "tools")
 _AUTH_KEYS: Final = ("type", "header", "cookie", "secret_env")
 _TOOL_KEYS: Final = (
-    "name", "description", "input", "request", "dependencies", "transport", "behavior",
+    "name", "title", "description", "input", "request", "dependencies", "transport", "behavior",
 )  # fmt: skip
 _REQUEST_KEYS: Final = ("method", "path", "path_params", "query", "headers", "body")
 _TRANSPORT_KEYS: Final = ("timeout_ms", "max_response_bytes", "retry", "idempotency")
@@ -271,6 +273,8 @@ def _tool(p: Problems, path: str, index: int, raw: Any) -> ToolDraft:
                 f"{draft.name!r} is reserved: names starting with ask_ and the name clarify "
                 "belong to the ask tools",
             )
+    if "title" in obj:
+        draft.title = text(p, join_path(path, "title"), obj["title"], max_chars=TITLE_MAX_CHARS)
     if "description" in obj:
         draft.description = text(p, join_path(path, "description"), obj["description"])
     draft.input_schema = _input_schema(p, join_path(path, "input"), obj.get("input"))

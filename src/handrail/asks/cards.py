@@ -29,6 +29,7 @@ from .text import cut_text, describe, is_blank, js_trim, utf16_len
 
 __all__ = [
     "UnknownButtonError",
+    "confirmation_card",
     "resolve_button_answer",
     "to_simple_card",
     "unknown_button_error",
@@ -73,6 +74,38 @@ def to_simple_card(kind: str, input: Any, tool_call_id: str) -> dict[str, Any]:
     card["buttons"] = buttons
     card["handoff"] = handoff
     return card
+
+
+def confirmation_card(input: Any, tool_call_id: str, *, expires_at: str) -> dict[str, Any]:
+    """The simple card of a confirmation (a ``confirm`` ask that sends a prepared request): its
+    text is the prompt (the preview, in the person's words) followed by ``Expires HH:MM:SS
+    UTC.``. When the two do not fit whole in the card's text, the prompt is cut, the card offers
+    only the deny button and sets ``handoff: true``: a small screen never confirms a side effect
+    it cannot show."""
+    card = to_simple_card("confirm", input, tool_call_id)
+    ask: Mapping[str, Any] = input if isinstance(input, dict) else {}
+    raw = ask.get("prompt")
+    prompt = raw if isinstance(raw, str) else ""
+    clock = _clock(expires_at)
+    expiry = f"Expires {clock}." if clock else ""
+    whole = f"{prompt} {expiry}".strip()
+    if prompt and utf16_len(whole) <= CARD_TEXT_MAX:
+        card["text"] = whole
+        return card
+    room = CARD_TEXT_MAX - utf16_len(expiry) - 1
+    card["text"] = f"{cut_text(prompt, room)} {expiry}".strip() or "Confirm in the app."
+    card["buttons"] = [b for b in card["buttons"] if b["id"] == "deny"]
+    card["handoff"] = True
+    return card
+
+
+def _clock(when: str) -> str:
+    """``2026-12-04T19:00:05Z`` as ``19:00:05 UTC`` ("" when it is not such a time)."""
+    date, sep, rest = when.partition("T")
+    clock = rest[:8]
+    if not sep or not date or len(clock) != 8 or clock[2] != ":" or clock[5] != ":":
+        return ""
+    return f"{clock} UTC"
 
 
 def unknown_button_error(card: Mapping[str, Any], button_id: Any) -> AskValidationError:

@@ -31,6 +31,7 @@ from ..asks import (
     validate_ask_input,
     validate_clarify_response,
 )
+from ..asks.cards import confirmation_card
 from ..asks.checks import add, invalid_enum
 from ..asks.text import cut_text
 from ..errors import ConfirmationExpired
@@ -45,9 +46,10 @@ from .agent import Agent
 from .gate import MODEL_ASK, Answer, Gate, register_gate, uncertain_confirmation
 from .messages import ToolCall, ToolResultMessage
 from .tools import Tool, ToolSet
+from .wording import values_phrase, what_is_chosen
 
 if TYPE_CHECKING:
-    from ..actions import NeedsSelection, PreparedRequest
+    from ..actions import ActionTool, NeedsSelection, PreparedRequest
     from .action_calls import ActionBinding
     from .steps import StepRunner, TurnRun
 
@@ -64,6 +66,17 @@ PERMISSION_OPTION_LABELS: Final[dict[str, str]] = {
     "read-only": "Allow read-only",
     "non-consequential": "Allow read/write",
 }
+
+
+def tool_label(agent: Agent, tool: Tool) -> str:
+    """What the person reads for a tool: its human ``title`` (a Python tool's, or the HTTP
+    action's behind it), else its name."""
+    if tool.title:
+        return tool.title
+    found = agent.actions.get(tool.name)
+    if found is not None and found[1].title:
+        return found[1].title
+    return tool.name
 
 
 def denial_reason(envelope: Mapping[str, Any]) -> str | None:
@@ -234,7 +247,7 @@ def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[
             log.warning(
                 "the approval input of %s is not a valid confirm; using the default", tool.name
             )
-    prompt = f"Allow {tool.name}? {tool.description}".strip()
+    prompt = f"Allow {tool_label(agent, tool)}? {tool.description}".strip()
     return {
         "prompt": cut_text(prompt, PROMPT_MAX),
         "confirmLabel": "Allow",
@@ -247,9 +260,9 @@ class PermissionGate(Gate):
 
     origin = PERMISSION
 
-    def ask(self, connection: ToolSet, tool: Tool, call: ToolCall) -> PendingAsk:
+    def ask(self, agent: Agent, connection: ToolSet, tool: Tool, call: ToolCall) -> PendingAsk:
         ask_id = f"permission_{new_id()}"
-        choice = permission_input(connection, tool)
+        choice = permission_input(connection, tool, tool_label(agent, tool))
         return PendingAsk(
             tool_call_id=ask_id,
             kind="choice",
@@ -298,12 +311,14 @@ class PermissionGate(Gate):
         await runner.decided_call(run, tool, call)
 
 
-def permission_input(connection: ToolSet, tool: Tool) -> dict[str, Any]:
+def permission_input(connection: ToolSet, tool: Tool, label: str | None = None) -> dict[str, Any]:
+    """The choice of a permission ask; `label` is the tool as the person reads it (its
+    ``title``, see `tool_label`), its name by default."""
     name = connection.name
     return {
         "title": cut_text(f"Allow {name} to use its tools?", 80),
         "prompt": cut_text(
-            f"{name} wants to use {tool.name}. What may {name}'s tools do in your "
+            f"{name} wants to use {label or tool.name}. What may {name}'s tools do in your "
             "conversations without asking you first?",
             PROMPT_MAX,
         ),
@@ -334,10 +349,7 @@ class SelectionGate(Gate):
     ) -> PendingAsk:
         ask_id = f"selection_{new_id()}"
         choice: dict[str, Any] = {
-            "title": cut_text(f"Choose for {binding.tool.name}", 80),
-            "prompt": cut_text(
-                f"Several options fit {binding.tool.name} ({needs.dependency}). Which one?", 500
-            ),
+            **selection_words(binding, call, needs.dependency),
             "select": "one",
             "options": needs.choice_options()[:50],
             "allowDecline": True,
@@ -372,6 +384,33 @@ class SelectionGate(Gate):
         await runner.action(run, call, binding, choices)
 
 
+def selection_words(binding: ActionBinding, call: ToolCall, dependency: str) -> dict[str, str]:
+    """The ``title`` and ``prompt`` of a selection, in the person's words: what is being chosen
+    (the fields the candidates decide, by their labels: "time"), for which action (its title)
+    and with which values the call already gave ("Book a table on 2026-12-04")."""
+    tool = binding.tool
+    schema = tool.input_schema
+    dep = tool.dependencies.get(dependency)
+    decided: list[str] = []
+    if dep is not None and dep.select is not None:
+        decided = [str(path[-1]) for path in dep.select.match if path]
+        decided += [name for name in dep.fills if name not in decided]
+        decided = decided or list(dep.select.facts)
+    what = what_is_chosen(decided, schema) or "option"
+    given = {k: v for k, v in call.arguments.items() if k not in decided}
+    doing = f"{tool.label}{values_phrase(given, schema)}"
+    return {
+        "title": cut_text(f"Choose a {what}", 80),
+        "prompt": cut_text(f"Several fit. Which {what} for {doing}?", PROMPT_MAX),
+    }
+
+
+def confirmation_prompt(tool: ActionTool, preview: Mapping[str, Any]) -> str:
+    """The prompt of a confirmation: the action's title followed by its preview, as a question
+    ("Book a table on 2026-12-04 at 19:00, notes: A table for two?"), never its description."""
+    return cut_text(f"{tool.label}{values_phrase(preview, tool.input_schema)}?", PROMPT_MAX)
+
+
 class ConfirmationGate(Gate):
     """A confirm of one prepared HTTP request, sent once when confirmed before it expires."""
 
@@ -387,19 +426,18 @@ class ConfirmationGate(Gate):
         ask_id = f"confirmation_{confirmation_id}"
         tool = binding.tool
         confirm: dict[str, Any] = {
-            "title": cut_text(f"Confirm {tool.name}", 80),
-            "prompt": cut_text(
-                f"{tool.description} Check the details, then confirm to send it once.", 500
-            ),
+            "title": cut_text(tool.title or f"Confirm {tool.name}", 80),
+            "prompt": confirmation_prompt(tool, prepared.preview),
             "confirmLabel": "Confirm",
             "denyLabel": "Cancel",
             "destructive": tool.effect == "destructive",
         }
+        expires_at = iso(prepared.expires_at)
         return PendingAsk(
             tool_call_id=ask_id,
             kind="confirm",
             input=confirm,
-            simple=to_simple_card("confirm", confirm, ask_id),
+            simple=confirmation_card(confirm, ask_id, expires_at=expires_at),
             created=iso(utc_now()),
             origin=CONFIRMATION,
             tool_name=tool.name,
@@ -407,7 +445,7 @@ class ConfirmationGate(Gate):
             held_tool_call_id=call.id,
             confirmation_id=confirmation_id,
             preview=dict(prepared.preview),
-            expires_at=iso(prepared.expires_at),
+            expires_at=expires_at,
         )
 
     async def before_answer(

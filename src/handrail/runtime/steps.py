@@ -223,7 +223,7 @@ class StepRunner:
             await self.deny(run, call, "one_ask_at_a_time")
             return
         if decision.action == "permission":
-            self.pause(run, PERMISSIONS.ask(connection, tool, call))
+            self.pause(run, PERMISSIONS.ask(run.agent, connection, tool, call))
         else:
             self.pause(run, APPROVALS.ask(run.agent, tool, call))
 

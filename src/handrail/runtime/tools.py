@@ -38,6 +38,7 @@ from .tool_schemas import (
 
 __all__ = [
     "INSTRUCTIONS_MAX_CHARS",
+    "TITLE_MAX_CHARS",
     "TOOL_NAME_PATTERN",
     "UNSTORABLE_NOTE",
     "InvalidArguments",
@@ -60,6 +61,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The names the model APIs accept (OpenAI and Anthropic alike).
 TOOL_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: A tool's `title` (its name in the person's words) is 1-80 characters.
+TITLE_MAX_CHARS: Final = 80
 #: Connection instructions are trimmed and 1-2000 characters ("connection-instructions").
 INSTRUCTIONS_MAX_CHARS: Final = 2000
 _MARK: Final = "__handrail_tool__"
@@ -127,6 +130,7 @@ class ToolOptions(TypedDict, total=False):
     left out (or None) is undeclared; a tool that declares no hint at all is consequential."""
 
     name: str | None
+    title: str | None
     description: str | None
     read_only: bool | None
     destructive: bool | None
@@ -155,6 +159,9 @@ class Tool:
     keyword arguments), the hints it declares, and the connection it belongs to (None until it
     is registered: then the agent's local connection, or its tool set's).
 
+    `title` is the tool's name in the person's words ("Delete a note"): the asks the server
+    makes about it (approval, permission) use it in place of `name`; the model never sees it.
+
     Build one from a function with `Tool.from_function` or the `tool` decorators, or by hand
     with a hand-written schema."""
 
@@ -164,6 +171,7 @@ class Tool:
     function: ToolFunction
     hints: ToolHints = field(default_factory=ToolHints)
     connection_id: str | None = None
+    title: str | None = None
     _binder: _Binder = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +191,14 @@ class Tool:
             )
         if not callable(self.function):
             raise ConfigError(f"tool {self.name!r}: function must be callable")
+        if self.title is not None and (
+            not isinstance(self.title, str)
+            or not self.title.strip()
+            or len(self.title) > TITLE_MAX_CHARS
+        ):
+            raise ConfigError(
+                f"tool {self.name!r}: title must be 1-{TITLE_MAX_CHARS} characters of text"
+            )
         if not isinstance(self.hints, ToolHints):
             raise ConfigError(f"tool {self.name!r}: hints must be a ToolHints")
         if self.connection_id is not None and (
@@ -222,8 +238,18 @@ class Tool:
         except ConfigError as exc:
             raise ConfigError(f"tool {name!r}: {exc}") from None
         return cls(
-            name=name, description=description, input_schema=schema, function=function, hints=hints
+            name=name,
+            description=description,
+            input_schema=schema,
+            function=function,
+            hints=hints,
+            title=options.get("title"),
         )
+
+    @property
+    def label(self) -> str:
+        """What the person reads for it: its `title`, else its name."""
+        return self.title or self.name
 
     @property
     def safety_class(self) -> SafetyClass:
