@@ -23,6 +23,15 @@ export function statusOf(response) {
   return "answered";
 }
 
+/** The person's own note of a cancel ({action: "cancel", reason}), or null when the reason is
+ * one of the server's codes (user_sent_message, expired, ...) or there is none. */
+export function noteOf(response) {
+  if (!response || response.action !== "cancel") return null;
+  const reason = typeof response.reason === "string" ? response.reason.trim() : "";
+  if (!reason || reason in CANCEL_REASONS || reason === "expired" || /^[a-z]+(_[a-z]+)+$/.test(reason)) return null;
+  return reason;
+}
+
 /** The line a summary starts with for a decline or a cancel (null for accept). */
 export function closedLine(response) {
   if (!response) return "Closed";
@@ -111,9 +120,17 @@ export class AskCard {
   summary() {
     const { ask } = this;
     const closed = closedLine(ask.response);
-    const body = closed
-      ? h("p", { class: "summary-line" }, closed)
-      : this.renderer.summary(ask, ask.response);
+    const note = noteOf(ask.response);
+    const body = note
+      ? h(
+          "p",
+          { class: "summary-line" },
+          ask.origin ? "Denied with a note: " : "Cancelled with a note: ",
+          h("span", { class: "deny-note-shown" }, `“${note}”`),
+        )
+      : closed
+        ? h("p", { class: "summary-line" }, closed)
+        : this.renderer.summary(ask, ask.response);
     return h("div", { class: "card-summary", role: "status" }, body);
   }
 

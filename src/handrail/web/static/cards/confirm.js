@@ -4,6 +4,8 @@
 //   conversation, always for this tool -> content.scope); destructive for consequential tools;
 // - confirmation (origin "confirmation"): the prepared request's `preview` as a table, a live
 //   countdown to `expiresAt`, and an expired state whose confirm button is disabled.
+// Both offer "Deny with a note": a short reason (at most 200 characters) sent as
+// {action: "cancel", reason}, which the model reads and the answered card shows.
 
 import { clock, h, humanize, json, uid } from "../dom.js";
 import { button, optionRow } from "./card.js";
@@ -34,6 +36,46 @@ function answerButtons(ask, card, { destructive, extra = () => ({}), lockConfirm
   });
   const skip = ask.input.allowDecline === true ? card.skipButton() : null;
   return { yes, no, row: card.actions(yes, no, skip) };
+}
+
+/** REASON_MAX: a cancel's reason is at most 200 UTF-16 code units (maxlength counts the same). */
+const REASON_MAX = 200;
+
+/** "Deny with a note": a disclosure with a text box; sending it denies with that reason. */
+function denyWithNote(card) {
+  const id = uid("note");
+  const text = h("textarea", {
+    id,
+    class: "input deny-note-text",
+    rows: 2,
+    maxlength: REASON_MAX,
+    oninput: () => card.clearErrors(),
+  });
+  const send = button("Deny with this note", {
+    variant: "secondary",
+    dataset: { action: "deny-note" },
+    onClick: () => {
+      const reason = text.value.trim();
+      if (!reason) {
+        card.showErrors([{ path: "reason", message: "Write a note first,", fix: "or press the deny button." }]);
+        return;
+      }
+      card.submit({ action: "cancel", reason });
+    },
+  });
+  return h(
+    "details",
+    { class: "deny-note" },
+    h("summary", {}, "Deny with a note"),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: id }, `Tell the agent why (at most ${REASON_MAX} characters)`),
+      text,
+      card.errorSlot("reason", text),
+    ),
+    h("div", { class: "card-actions" }, send),
+  );
 }
 
 export const confirm = {
@@ -109,6 +151,7 @@ export const approval = {
       card.errorSlot("content.scope", radios.map((r) => r.radio)),
       card.errorSlot("content"),
       row,
+      denyWithNote(card),
     );
   },
   summary(ask, response) {
@@ -211,6 +254,7 @@ export const confirmation = {
       expiredNote,
       card.errorSlot("content"),
       row,
+      denyWithNote(card),
     );
   },
   summary(ask, response) {
