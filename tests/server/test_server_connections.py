@@ -370,8 +370,12 @@ async def test_streamable_http_with_a_header_from_a_secret(capi: Api, http_serve
     assert results(ran) == [f"authorization of {len('Bearer ') + len(CANARY)} characters"]
 
 
-@pytest.mark.skipif(not EVERYTHING.exists(), reason="run scripts/ensure-mcp-servers.sh")
 async def test_the_npm_everything_server_over_stdio(capi: Api) -> None:
+    if not EVERYTHING.exists():
+        pytest.fail(
+            f"{EVERYTHING} is missing: run scripts/ensure-mcp-servers.sh (make test runs it).",
+            pytrace=False,
+        )
     everything = await add(
         capi,
         {

@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from web_pages import App, command
 
 from demo_server import TOKENS, DemoServer
+from examples import PIZZA
 
 
 #: A 1x1 PNG, for a files answer.
@@ -54,23 +55,7 @@ def test_choice_plan_picker(app: App) -> None:
 def test_choice_many_enforces_bounds_and_sends_other(app: App) -> None:
     app.sign_in_as("alice")
     app.goto("/")
-    pizza = {
-        "title": "Build your pizza",
-        "prompt": "Which toppings should I add? Pick up to three.",
-        "select": "many",
-        "options": [
-            {"id": "cheese", "label": "Extra cheese"},
-            {"id": "mushrooms", "label": "Mushrooms"},
-            {"id": "olives", "label": "Olives"},
-            {"id": "peppers", "label": "Peppers"},
-            {"id": "pineapple", "label": "Pineapple"},
-        ],
-        "default": ["cheese", "mushrooms"],
-        "maxSelected": 3,
-        "allowOther": True,
-        "otherLabel": "Another topping",
-        "submitLabel": "Add toppings",
-    }
+    pizza = PIZZA
     app.say(command("ask_choice", pizza))
     card = app.card(kind="choice")
     submit = card.button("Add toppings")

@@ -19,6 +19,7 @@ gates up with `gate_for`; it never branches on an origin itself.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
@@ -129,7 +130,7 @@ class GateRequired(ToolSignal):
         self.state = dict(state or {})
 
 
-class Gate:
+class Gate(abc.ABC):
     """One kind of pause. Subclasses set `origin` (the pending ask's ``origin``; the model's
     asks use `MODEL_ASK`) and override what differs. The defaults fit a gate that holds a tool
     call: the answer is validated as an ask of its kind, a cancelled ask denies the held call.
@@ -181,12 +182,14 @@ class Gate:
     ) -> None:
         """Refuse a valid answer that cannot be taken now (raise a `DomainError`), before
         anything is written. Default: take it."""
+        return
 
+    @abc.abstractmethod
     async def resolve(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
     ) -> None:
-        """Carry out the answer: add what the model sees to `run` (and maybe pause again)."""
-        raise NotImplementedError
+        """Carry out the answer: add what the model sees to `run` (and maybe pause again).
+        Every gate says this itself."""
 
     async def recover(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
@@ -197,7 +200,9 @@ class Gate:
         await self.resolve(runner, run, pending, answer)
 
     async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
-        """The ask was cancelled (a new message, a failed turn): release what it holds."""
+        """The ask was cancelled (a new message, a failed turn): release what it holds.
+        Default: it holds nothing."""
+        return
 
     def denial_rows(self, pending: PendingAsk, reason: str) -> list[Row]:
         """The rows that tell the model the held call did not run, when the ask is cancelled."""

@@ -371,11 +371,10 @@ class SelectionGate(Gate):
     async def resolve(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
     ) -> None:
-        held = runner.held(run, pending)
-        binding = runner.binding(run.agent, held[1].name) if held is not None else None
-        if held is None or binding is None:
+        held = runner.held_action(run, pending)
+        if held is None:
             return
-        call = held[0]
+        call, binding = held
         chosen = chosen_option(answer.envelope)
         if chosen is None:
             await runner.deny(run, call, denial_reason(answer.envelope) or "user_declined")
@@ -464,11 +463,10 @@ class ConfirmationGate(Gate):
     async def resolve(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
     ) -> None:
-        held = runner.held(run, pending)
-        binding = runner.binding(run.agent, held[1].name) if held is not None else None
-        if held is None or binding is None:
+        held = runner.held_action(run, pending)
+        if held is None:
             return
-        call = held[0]
+        call, binding = held
         reason = denial_reason(answer.envelope)
         if reason is not None:
             await runner.actions.cancel(pending, reason)

@@ -357,6 +357,16 @@ class StepRunner:
             return None
         return call, tool
 
+    def held_action(
+        self, run: TurnRun, pending: PendingAsk
+    ) -> tuple[ToolCall, ActionBinding] | None:
+        """The held call of an HTTP action's gate and its action (None when either is gone)."""
+        held = self.held(run, pending)
+        binding = self.binding(run.agent, held[1].name) if held is not None else None
+        if held is None or binding is None:
+            return None
+        return held[0], binding
+
     def binding(self, agent: Agent, tool_name: str) -> ActionBinding | None:
         """The HTTP action behind an agent's tool, if it is one."""
         found = agent.actions.get(tool_name)
