@@ -34,7 +34,7 @@ MODULE = "handrail_test_notes_app"
 NOTES = "local:notes"
 ARCHIVE = "mcp:acme/archive"
 FALLBACK = {
-    "prompt": "Allow delete_note? Delete the note with this exact title. It cannot be undone.",
+    "prompt": "Allow delete_note, title: Old draft?",
     "confirmLabel": "Allow",
     "denyLabel": "Deny",
 }

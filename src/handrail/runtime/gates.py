@@ -247,7 +247,10 @@ def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[
             log.warning(
                 "the approval input of %s is not a valid confirm; using the default", tool.name
             )
-    prompt = f"Allow {tool_label(agent, tool)}? {tool.description}".strip()
+    # Spoken to the person: the tool's title and what this call does with its arguments,
+    # never the tool's description (text written for the model).
+    phrase = values_phrase(arguments, tool.input_schema)
+    prompt = f"Allow {tool_label(agent, tool)}{phrase}?"
     return {
         "prompt": cut_text(prompt, PROMPT_MAX),
         "confirmLabel": "Allow",
