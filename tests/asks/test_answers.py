@@ -1324,3 +1324,20 @@ def test_files_data_url_payload_over_the_cap() -> None:
     assert pairs("files", RECEIPT, accept(content), max_file_size_bytes=len(PNG_BYTES) - 1) == [
         ("content.files[0].size", "FILE_TOO_LARGE")
     ]
+
+
+def test_a_form_answers_errors_name_each_field_by_its_label() -> None:
+    """What the person reads names the field as they see it, never by a JSON path."""
+    ask = {
+        "title": "Sign up",
+        "fields": [
+            {"id": "contact_email", "label": "Email address", "type": "email"},
+            {"id": "age", "label": "Your age", "type": "number", "min": 1, "max": 5},
+        ],
+    }
+    answer = {"action": "accept", "content": {"values": {"contact_email": "x", "age": 9}}}
+    errors = validate_ask_response("form", ask, answer)
+    by_path = {e.path: e.message for e in errors}
+    assert by_path["content.values.age"] == '"Your age": 9 is above the maximum of 5.'
+    assert by_path["content.values.contact_email"].startswith('"Email address": ')
+    assert all("content." not in e.message and "contact_email" not in e.message for e in errors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any, Final
@@ -194,7 +195,18 @@ def _form(errors: Errors, ask: dict[str, Any], content: dict[str, Any], _cap: in
                     f"Fill in {describe(field.get('label', field['id']))}.",
                 )
             continue
+        before = len(errors)
         check_field_value(errors, field, value, path, default=False)
+        _name_the_field(errors, before, describe(field.get("label", field["id"])))
+
+
+def _name_the_field(errors: Errors, start: int, label: str) -> None:
+    """Errors from `start` on are about one form field: each message names it by its label
+    (what the person reads), never only by its path."""
+    for index in range(start, len(errors)):
+        error = errors[index]
+        if label not in error.message:
+            errors[index] = dataclasses.replace(error, message=f"{label}: {error.message}")
 
 
 def _files(errors: Errors, ask: dict[str, Any], content: dict[str, Any], cap: int) -> None:
