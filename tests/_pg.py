@@ -146,8 +146,10 @@ def _run_as_postgres(base: Path) -> list[str]:
     return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
 
 
-def start_cluster() -> PostgresCluster:
-    """Create and start a cluster, or fail the test with the way forward."""
+def start_cluster(*, durable: bool = False) -> PostgresCluster:
+    """Create and start a cluster, or fail the test with the way forward. Tests run it with
+    ``fsync`` and ``synchronous_commit`` off; `durable` keeps PostgreSQL's defaults (every
+    commit flushed to disk), as the benchmarks need."""
     bindir = find_postgres_bindir()
     if bindir is None:
         raise _fail(
@@ -174,7 +176,7 @@ def start_cluster() -> PostgresCluster:
         )
         listen = ["-k", str(cluster.socket_dir), "-h", "", "-p", str(cluster.port)]
         fast = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
-        options = shlex.join([*listen, *fast])
+        options = shlex.join([*listen, *([] if durable else fast)])
         cluster._run(
             bindir / "pg_ctl",
             "-D",

@@ -1,0 +1,976 @@
+"""Benchmark: throughput under load, from outside, against a floor app in the same run.
+
+A script, not a test: it prints what it measured and asserts nothing about time. Run it with
+``.venv/bin/python bench/load.py`` (``--help`` for the options; the defaults follow issue 18:
+1, 8, 32 and 64 clients, 20 s a level for each setup).
+
+One cycle is what a headless client does to ask and be answered: ``POST /api/histories`` (a
+new conversation), ``POST /api/histories/{id}/turn`` with ``{prompt}`` (the scripted model
+calls ``ask_choice`` with the spec's "Choose a plan" ask; the turn pauses and answers with the
+``pendingAsk``), then the same route with ``{askResponse}`` (the turn resumes and the model
+replies). Each client is one keep-alive HTTP/1.1 connection on 127.0.0.1 running cycles one
+after another; all clients run in this process on one event loop.
+
+The setups, each a server process (or two) this script starts and stops:
+
+- **floor**: a minimal Starlette app on the same uvicorn (uvloop, httptools) that serves the
+  same three requests with the same bearer token, parses the same JSON bodies and makes the
+  durable commits the cycle needs on SQLite (WAL, ``synchronous=FULL``): an insert for the new
+  conversation, a write for the ask, a claim and a write for the answer (4 commits), each on a
+  worker thread with its own connection. No validation, no model, no policy.
+- **handrail, SQLite, 1 process**: ``create_app`` on a SQLite file (WAL, ``synchronous=FULL``)
+  served as ``handrail serve`` serves it (`uvicorn_config`: the guarded httptools protocol).
+- **handrail, PostgreSQL, 1 process** and **2 processes** on one database of a throwaway
+  cluster (``tests/_pg.py``, durable: ``fsync`` and ``synchronous_commit`` on, unix socket);
+  with 2 processes, client i talks to process i mod 2.
+
+How it measures, so that a busy machine moves every setup alike: at each client count, the
+setups run interleaved in ``--rounds`` slices (the order rotating and reversing), each slice
+``--seconds / --rounds`` long. A slice counts the cycles finished before its end, the latency of
+each (the three requests together; p50, p95, p99), the failed ones (any unexpected status or
+body, or a time-out), and reads, from each server process's own accounting
+(``/proc/<pid>/stat``, user + system time, all threads), the CPU it spent; on PostgreSQL also
+the CPU of the cluster's processes and its WAL fsyncs (``pg_stat_wal``). A bench-only route
+of each server (in this script's ``--serve`` mode, never in handrail) returns its database
+counters: statements, transactions, write transactions (commits that fsync) and round trips
+to the database. On SQLite a round trip is one transaction's hop to a worker thread; on
+PostgreSQL it is each request asyncpg sends and waits for (BEGIN, a prepare, an execution,
+COMMIT). The figures per cycle divide by every cycle the slice ran, including the ones that
+finished after its end.
+
+Ratios are to the floor at the same client count in the same run. On this 2-core machine the
+load generator, the servers and PostgreSQL share the cores, so cycles/s says little about a
+machine with free cores; the server CPU per cycle does: one process can serve at most
+1000 / (CPU ms per cycle) cycles/s per core it gets, and the script prints that capacity and,
+for 2 processes, the CPU per cycle of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from _common import PLAN_ASK, machine_line, package_version, print_table  # noqa: E402
+
+PROMPT = "ask_choice " + json.dumps(PLAN_ASK)
+ANSWER: dict[str, Any] = {"action": "accept", "content": {"selected": ["team"]}}
+REPLY = "ask_choice returned: " + json.dumps(ANSWER, separators=(",", ":"))
+USER = "alice"
+TOKEN = "bench-" + uuid.uuid4().hex
+CYCLE_TIMEOUT_S = 60.0
+SERVER_START_S = 90.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# --- database counters, installed in a server process -------------------------------------------
+
+
+class Counters:
+    """Database work a server process did, counted from every thread."""
+
+    NAMES = ("statements", "transactions", "writes", "round_trips")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.values = dict.fromkeys(self.NAMES, 0)
+
+    def add(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self.values[name] += amount
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.values)
+
+
+COUNTERS = Counters()
+
+
+def count_sqlite() -> None:
+    """Every ``sqlite3`` connection made from now on reports each statement SQLite runs: BEGIN
+    starts a transaction (one hop to a worker thread: a round trip), BEGIN IMMEDIATE a write
+    transaction (its COMMIT fsyncs), anything else but COMMIT/ROLLBACK is a statement."""
+    import sqlite3
+
+    connect = sqlite3.connect
+
+    def trace(sql: str) -> None:
+        head = sql.lstrip()[:16].upper()
+        if head.startswith("BEGIN"):
+            COUNTERS.add("transactions")
+            COUNTERS.add("round_trips")
+            if "IMMEDIATE" in head or "EXCLUSIVE" in head:
+                COUNTERS.add("writes")
+        elif not head.startswith(("COMMIT", "ROLLBACK", "END")):
+            COUNTERS.add("statements")
+
+    def counting_connect(*args: Any, **kwargs: Any) -> Any:
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(trace)
+        return connection
+
+    # SQLAlchemy's pysqlite dialect calls `sqlite3.dbapi2.connect`.
+    sqlite3.connect = sqlite3.dbapi2.connect = counting_connect  # type: ignore[assignment]
+
+
+def count_asyncpg() -> None:
+    """Every request asyncpg sends and waits for is a round trip; a transaction that ran an
+    INSERT, UPDATE or DELETE is a write (its COMMIT flushes the WAL)."""
+    import asyncpg
+    from asyncpg.prepared_stmt import PreparedStatement
+    from asyncpg.transaction import Transaction
+
+    wrote: set[int] = set()
+
+    def writes(query: str) -> bool:
+        return query.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE")
+
+    def wrap_connection(name: str) -> None:
+        original = getattr(asyncpg.Connection, name)
+
+        async def counted(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+            COUNTERS.add("round_trips")
+            upper = query.lstrip()[:6].upper()
+            if upper not in ("BEGIN", "BEGIN;", "COMMIT", "ROLLBA", "SAVEPO", "RELEAS"):
+                COUNTERS.add("statements")
+                if writes(query):
+                    wrote.add(id(self))
+            return await original(self, query, *args, **kwargs)
+
+        setattr(asyncpg.Connection, name, counted)
+
+    for name in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
+        wrap_connection(name)
+    prepare = asyncpg.Connection.prepare
+
+    async def counted_prepare(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        COUNTERS.add("round_trips")
+        return await prepare(self, query, *args, **kwargs)
+
+    asyncpg.Connection.prepare = counted_prepare  # type: ignore[method-assign]
+
+    def wrap_statement(name: str) -> None:
+        original = getattr(PreparedStatement, name)
+
+        async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            COUNTERS.add("round_trips")
+            COUNTERS.add("statements")
+            if writes(self.get_query()):
+                wrote.add(id(self._connection))
+            return await original(self, *args, **kwargs)
+
+        setattr(PreparedStatement, name, counted)
+
+    for name in ("fetch", "fetchrow", "fetchval", "executemany"):
+        wrap_statement(name)
+    start, commit, rollback = Transaction.start, Transaction.commit, Transaction.rollback
+
+    async def counted_start(self: Any) -> Any:
+        COUNTERS.add("transactions")
+        wrote.discard(id(self._connection))
+        return await start(self)  # its BEGIN goes through Connection.execute: counted there
+
+    async def counted_commit(self: Any) -> Any:
+        if id(self._connection) in wrote:
+            wrote.discard(id(self._connection))
+            COUNTERS.add("writes")
+        return await commit(self)
+
+    async def counted_rollback(self: Any) -> Any:
+        wrote.discard(id(self._connection))
+        return await rollback(self)
+
+    Transaction.start = counted_start  # type: ignore[method-assign]
+    Transaction.commit = counted_commit  # type: ignore[method-assign]
+    Transaction.rollback = counted_rollback  # type: ignore[method-assign]
+
+
+# --- the servers (this script with --serve, in subprocesses) ------------------------------------
+
+
+def handrail_app(url: str, folder: Path) -> Any:
+    from fastapi.responses import JSONResponse
+
+    from handrail.runtime.agent import Agent
+    from handrail.server import ServerConfig, UserConfig, create_app
+    from handrail.store import Store
+
+    agent = Agent("assistant", instructions="Be brief.")
+    config = ServerConfig(
+        users=[UserConfig(id=USER, token=os.environ["BENCH_TOKEN"])],
+        agents=[agent],
+        database_url=url,
+        blob_dir=folder / "files",
+        model="scripted",
+    )
+    holder: dict[str, Store] = {}
+
+    async def opened() -> Store:
+        if "store" not in holder:
+            holder["store"] = await Store.open(url, blob_dir=folder / "files", synchronous="FULL")
+        return holder["store"]
+
+    # The store is opened in the server's event loop (`prepare`), then given to create_app.
+    def build(store: Store) -> Any:
+        app = create_app(config, store=store)
+
+        async def stats() -> JSONResponse:
+            return JSONResponse(COUNTERS.snapshot())
+
+        app.add_api_route("/_bench/stats", stats, methods=["GET"], include_in_schema=False)
+        return app, config
+
+    return opened, build
+
+
+def floor_app(url: str, folder: Path) -> Any:
+    """The floor: body parsing and the cycle's durable commits, nothing else."""
+    import sqlite3
+    from concurrent.futures import ThreadPoolExecutor
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    path = url.removeprefix("sqlite:///")
+    local = threading.local()
+    pool = ThreadPoolExecutor(4, thread_name_prefix="floor-sqlite")
+    expected = "Bearer " + os.environ["BENCH_TOKEN"]
+
+    def connection() -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(local, "db", None)
+        if db is None:
+            db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            local.db = db
+        return db
+
+    def write(work: Callable[[sqlite3.Connection], Any]) -> Any:
+        db = connection()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return result
+
+    async def in_thread(work: Callable[[sqlite3.Connection], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(pool, write, work)
+
+    def refused(request: Request) -> JSONResponse | None:
+        if request.headers.get("authorization") != expected:
+            return JSONResponse({"title": "Unauthorized"}, status_code=401)
+        return None
+
+    async def create(request: Request) -> JSONResponse:
+        if (bad := refused(request)) is not None:
+            return bad
+        json.loads(await request.body() or b"{}")
+        history_id = uuid.uuid4().hex[:24]
+
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO histories (id, owner, version, pending) VALUES (?, ?, 0, NULL)",
+                (history_id, USER),
+            )
+
+        await in_thread(insert)
+        return JSONResponse({"data": {"id": history_id}}, status_code=201)
+
+    async def turn(request: Request) -> JSONResponse:
+        if (bad := refused(request)) is not None:
+            return bad
+        history_id = request.path_params["id"]
+        body = json.loads(await request.body())
+        if "prompt" in body:
+            # What the scripted model does with "ask_choice <json>": the ask is its JSON.
+            ask = json.loads(body["prompt"].partition(" ")[2])
+            pending = {"toolCallId": uuid.uuid4().hex, "kind": "choice", "input": ask}
+            stored = json.dumps(pending)
+
+            def pause(db: sqlite3.Connection) -> int:
+                return db.execute(
+                    "UPDATE histories SET pending = ?, version = version + 1 "
+                    "WHERE id = ? AND owner = ? AND pending IS NULL",
+                    (stored, history_id, USER),
+                ).rowcount
+
+            if await in_thread(pause) != 1:
+                return JSONResponse({"title": "Conflict"}, status_code=409)
+            return JSONResponse({"data": {"historyId": history_id, "pendingAsk": pending}})
+        answer = body["askResponse"]
+
+        def claim(db: sqlite3.Connection) -> int:
+            return db.execute(
+                "UPDATE histories SET pending = NULL, version = version + 1 "
+                "WHERE id = ? AND owner = ? AND json_extract(pending, '$.toolCallId') = ?",
+                (history_id, USER, answer["toolCallId"]),
+            ).rowcount
+
+        if await in_thread(claim) != 1:
+            return JSONResponse({"title": "Conflict"}, status_code=409)
+        text = "ask_choice returned: " + json.dumps(
+            {"action": answer["action"], "content": answer["content"]}, separators=(",", ":")
+        )
+        stored_answer = json.dumps(answer)
+
+        def reply(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO rows (history_id, answer, reply) VALUES (?, ?, ?)",
+                (history_id, stored_answer, text),
+            )
+
+        await in_thread(reply)
+        return JSONResponse({"data": {"historyId": history_id, "text": text}})
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse(COUNTERS.snapshot())
+
+    setup = sqlite3.connect(path, isolation_level=None)
+    setup.execute("PRAGMA journal_mode=WAL")
+    setup.execute(
+        "CREATE TABLE IF NOT EXISTS histories (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+        "version INTEGER NOT NULL, pending TEXT)"
+    )
+    setup.execute(
+        "CREATE TABLE IF NOT EXISTS rows (seq INTEGER PRIMARY KEY, history_id TEXT NOT NULL "
+        "REFERENCES histories (id), answer TEXT NOT NULL, reply TEXT NOT NULL)"
+    )
+    setup.close()
+    return Starlette(
+        routes=[
+            Route("/api/histories", create, methods=["POST"]),
+            Route("/api/histories/{id}/turn", turn, methods=["POST"]),
+            Route("/_bench/stats", stats, methods=["GET"]),
+        ]
+    )
+
+
+def serve(kind: str, url: str, folder: Path, max_seconds: float) -> None:
+    """Serve `kind` (handrail or floor) on 127.0.0.1, a free port printed as a JSON line on
+    stdout. Stops on SIGTERM, when the parent goes away, or after `max_seconds`."""
+    import uvicorn
+    from uvicorn.loops.auto import auto_loop_factory
+
+    if url.startswith("sqlite"):
+        count_sqlite()
+    else:
+        count_asyncpg()
+
+    async def main() -> None:
+        store = None
+        if kind == "floor":
+            app = floor_app(url, folder)
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        else:
+            from handrail.server.serving import uvicorn_config
+
+            opened, build = handrail_app(url, folder)
+            store = await opened()
+            app, server_config = build(store)
+            config = uvicorn_config(app, server_config, log_level="warning")
+            config.access_log = False
+        # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets whose proto says TCP.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1024)
+        server = uvicorn.Server(config)
+        parent = os.getppid()
+
+        async def watchdog() -> None:
+            deadline = time.monotonic() + max_seconds
+            while not server.should_exit:
+                if os.getppid() != parent or time.monotonic() > deadline:
+                    server.should_exit = True
+                await asyncio.sleep(0.5)
+
+        print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
+        guard = asyncio.create_task(watchdog())
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            guard.cancel()
+            if store is not None:
+                await store.close()
+
+    with asyncio.Runner(loop_factory=auto_loop_factory(use_subprocess=False)) as runner:
+        runner.run(main())
+
+
+class ServerProcess:
+    """One ``--serve`` subprocess."""
+
+    def __init__(self, kind: str, url: str, folder: Path, max_seconds: float) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, __file__, "--serve", kind, "--url", url]
+        command += ["--folder", str(folder), "--max-seconds", str(max_seconds)]
+        env = {**os.environ, "BENCH_TOKEN": TOKEN}
+        self.log = (folder / f"{kind}-{uuid.uuid4().hex[:6]}.log").open("w+")
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=self.log, env=env, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            raise RuntimeError(
+                f"the {kind} server did not start (exit {self.process.wait()}):\n{self.log.read()}"
+            )
+        self.port: int = json.loads(line)["port"]
+        self.pid = self.process.pid
+
+    def cpu_s(self) -> float:
+        return process_cpu_s(self.pid)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+    def tracebacks(self) -> int:
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace").count("Traceback")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of `pid` (all its threads), from /proc/<pid>/stat."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = raw.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def children_cpu_s(parent: int) -> float:
+    """CPU seconds of `parent` and its child processes, the live ones and those that exited
+    (PostgreSQL's postmaster, its backends and helpers)."""
+    try:
+        raw = Path(f"/proc/{parent}/stat").read_text()
+    except OSError:
+        return 0.0
+    own = raw.rpartition(")")[2].split()
+    # utime, stime, and cutime, cstime: the children it waited for.
+    total = sum(int(own[i]) for i in (11, 12, 13, 14)) / CLK_TCK
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = raw.rpartition(")")[2].split()
+        if int(fields[1]) == parent:
+            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
+
+
+# --- the load -----------------------------------------------------------------------------------
+
+
+class Connection:
+    """A keep-alive HTTP/1.1 connection with the bench user's token."""
+
+    def __init__(
+        self, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.port, self.reader, self.writer = port, reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return cls(port, reader, writer)
+
+    async def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        payload = b"" if body is None else json.dumps(body).encode()
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + payload)
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        data = await self.reader.readexactly(length)
+        return status, json.loads(data) if data else None
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def cycle(http: Connection) -> None:
+    """One ask-then-answer cycle; raises on anything unexpected."""
+    status, body = await http.request("POST", "/api/histories", {})
+    if status != 201:
+        raise RuntimeError(f"create: {status} {str(body)[:200]}")
+    path = f"/api/histories/{body['data']['id']}/turn"
+    status, body = await http.request("POST", path, {"prompt": PROMPT})
+    if status != 200 or "pendingAsk" not in body["data"]:
+        raise RuntimeError(f"prompt turn: {status} {str(body)[:200]}")
+    answer = {"askResponse": {"toolCallId": body["data"]["pendingAsk"]["toolCallId"], **ANSWER}}
+    status, body = await http.request("POST", path, answer)
+    if status != 200 or body["data"].get("text") != REPLY:
+        raise RuntimeError(f"answer turn: {status} {str(body)[:200]}")
+
+
+@dataclass
+class Slice:
+    """What one run of one setup at one client count measured."""
+
+    seconds: float = 0.0
+    cycles: int = 0  # finished before the end
+    all_cycles: int = 0  # also those that finished after it
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    server_cpu_s: float = 0.0
+    per_process_cpu_s: list[float] = field(default_factory=list)
+    db_cpu_s: float | None = None
+    wal_syncs: int | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+async def run_clients(ports: Sequence[int], clients: int, seconds: float, into: Slice) -> None:
+    """`clients` clients running cycles: for a ramp (a quarter of `seconds`, at most 1 s) in
+    which nothing is counted but the work, then `seconds` in which the cycles that finish are
+    counted and timed; the cycles under way then finish (counted in `all_cycles` only)."""
+    connections = [await Connection.open(ports[i % len(ports)]) for i in range(clients)]
+    begin = time.perf_counter() + min(1.0, seconds / 4)
+    end = begin + seconds
+
+    async def client(http: Connection) -> None:
+        while time.perf_counter() < end:
+            began = time.perf_counter()
+            try:
+                async with asyncio.timeout(CYCLE_TIMEOUT_S):
+                    await cycle(http)
+            except Exception as exc:
+                into.errors += 1
+                if len(into.error_samples) < 3:
+                    into.error_samples.append(f"{type(exc).__name__}: {exc}")
+                # A connection in an unknown state is replaced.
+                http.close()
+                http = await Connection.open(http.port)
+                continue
+            done = time.perf_counter()
+            into.all_cycles += 1
+            if begin <= done <= end:
+                into.cycles += 1
+                into.latencies.append(done - began)
+        http.close()
+
+    try:
+        await asyncio.gather(*(client(c) for c in connections))
+    finally:
+        for c in connections:
+            c.close()
+    into.seconds = seconds
+
+
+async def http_get(port: int, path: str) -> Any:
+    http = await Connection.open(port)
+    try:
+        status, body = await http.request("GET", path)
+        if status != 200:
+            raise RuntimeError(f"GET {path}: {status} {body}")
+        return body
+    finally:
+        http.close()
+
+
+@dataclass
+class Setup:
+    key: str
+    name: str
+    servers: list[ServerProcess]
+    cluster: Any = None  # a PostgresCluster for the PostgreSQL setups
+
+    @property
+    def ports(self) -> list[int]:
+        return [s.port for s in self.servers]
+
+
+async def pg_wal_syncs(cluster: Any) -> int:
+    import asyncpg
+
+    connection = await asyncpg.connect(
+        host=str(cluster.socket_dir), port=cluster.port, user="postgres", database="postgres"
+    )
+    try:
+        return int(await connection.fetchval("SELECT wal_sync FROM pg_stat_wal"))
+    finally:
+        await connection.close()
+
+
+def postmaster_pid(cluster: Any) -> int:
+    return int((cluster.data / "postmaster.pid").read_text().split()[0])
+
+
+async def measure(setup: Setup, clients: int, seconds: float) -> Slice:
+    out = Slice()
+    before = [await http_get(p, "/_bench/stats") for p in setup.ports]
+    db_before = wal_before = None
+    if setup.cluster is not None:
+        await asyncio.sleep(1.1)  # PostgreSQL's backends report their statistics each second
+        wal_before = await pg_wal_syncs(setup.cluster)
+        db_before = children_cpu_s(postmaster_pid(setup.cluster))
+    cpu_before = [s.cpu_s() for s in setup.servers]
+    await run_clients(setup.ports, clients, seconds, out)
+    cpu_after = [s.cpu_s() for s in setup.servers]
+    out.per_process_cpu_s = [a - b for a, b in zip(cpu_after, cpu_before, strict=True)]
+    out.server_cpu_s = sum(out.per_process_cpu_s)
+    if setup.cluster is not None:
+        assert db_before is not None
+        assert wal_before is not None
+        out.db_cpu_s = children_cpu_s(postmaster_pid(setup.cluster)) - db_before
+        await asyncio.sleep(1.1)
+        out.wal_syncs = await pg_wal_syncs(setup.cluster) - wal_before
+    after = [await http_get(p, "/_bench/stats") for p in setup.ports]
+    out.counters = {
+        name: sum(a[name] - b[name] for a, b in zip(after, before, strict=True))
+        for name in Counters.NAMES
+    }
+    return out
+
+
+def merge(slices: Sequence[Slice]) -> Slice:
+    out = Slice()
+    for s in slices:
+        out.seconds += s.seconds
+        out.cycles += s.cycles
+        out.all_cycles += s.all_cycles
+        out.latencies += s.latencies
+        out.errors += s.errors
+        out.error_samples += s.error_samples
+        out.server_cpu_s += s.server_cpu_s
+        if not out.per_process_cpu_s:
+            out.per_process_cpu_s = [0.0] * len(s.per_process_cpu_s)
+        out.per_process_cpu_s = [
+            a + b for a, b in zip(out.per_process_cpu_s, s.per_process_cpu_s, strict=True)
+        ]
+        if s.db_cpu_s is not None:
+            out.db_cpu_s = (out.db_cpu_s or 0.0) + s.db_cpu_s
+        if s.wal_syncs is not None:
+            out.wal_syncs = (out.wal_syncs or 0) + s.wal_syncs
+        for name, value in s.counters.items():
+            out.counters[name] = out.counters.get(name, 0) + value
+    return out
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def ms(seconds: float) -> str:
+    return "-" if seconds != seconds else f"{seconds * 1000:.1f} ms"
+
+
+def per_cycle(value: float | None, s: Slice, digits: int = 2) -> str:
+    if value is None or not s.all_cycles:
+        return "-"
+    return f"{value / s.all_cycles:.{digits}f}"
+
+
+def rate(s: Slice) -> float:
+    return s.cycles / s.seconds if s.seconds else 0.0
+
+
+def cpu_ms(s: Slice) -> float:
+    return s.server_cpu_s * 1000 / s.all_cycles if s.all_cycles else float("nan")
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+SETUP_NAMES = {
+    "floor": "floor (Starlette + sqlite3)",
+    "sqlite": "handrail, SQLite, 1 process",
+    "pg1": "handrail, PostgreSQL, 1 process",
+    "pg2": "handrail, PostgreSQL, 2 processes",
+}
+
+
+def start_setups(
+    keys: Sequence[str], folder: Path, max_seconds: float, stack: contextlib.ExitStack
+) -> list[Setup]:
+    cluster = None
+    if any(k.startswith("pg") for k in keys):
+        sys.path.insert(0, str(ROOT / "tests"))
+        from _pg import start_cluster
+
+        cluster = start_cluster(durable=True)
+        stack.callback(cluster.stop)
+    setups = []
+    for key in keys:
+        sub = folder / key
+        if key in ("floor", "sqlite"):
+            url = f"sqlite:///{sub / 'db.sqlite'}"
+            kind = "floor" if key == "floor" else "handrail"
+            sub.mkdir(parents=True)
+            servers = [ServerProcess(kind, url, sub, max_seconds)]
+            setups.append(Setup(key, SETUP_NAMES[key], servers))
+        else:
+            assert cluster is not None
+            url = cluster.new_database_url()
+            count = 2 if key == "pg2" else 1
+            # One after the other: the first migrates the new database.
+            servers = [
+                ServerProcess("handrail", url, sub / str(i), max_seconds) for i in range(count)
+            ]
+            setups.append(Setup(key, SETUP_NAMES[key], servers, cluster))
+        for server in setups[-1].servers:
+            stack.callback(server.stop)
+    return setups
+
+
+async def warm_up(setups: Sequence[Setup]) -> None:
+    """A few cycles on each, so that the first slice does not pay for first-time work."""
+    for setup in setups:
+        await run_clients(setup.ports, 2 * len(setup.ports), 0.5, Slice())
+
+
+def report(
+    setups: Sequence[Setup], levels: Sequence[int], results: dict[tuple[str, int], Slice]
+) -> None:
+    headers = (
+        "clients", "cycles/s", "p50", "p95", "p99", "errors", "CPU ms/cycle",
+        "DB CPU ms/cycle", "commits/cycle", "round trips/cycle", "statements/cycle",
+        "WAL fsyncs/cycle",
+    )  # fmt: skip
+    for setup in setups:
+        rows = []
+        for level in levels:
+            s = results[(setup.key, level)]
+            lat = s.latencies
+            rows.append(
+                [
+                    str(level),
+                    f"{rate(s):.0f}",
+                    ms(quantile(lat, 0.5)),
+                    ms(quantile(lat, 0.95)),
+                    ms(quantile(lat, 0.99)),
+                    str(s.errors),
+                    f"{cpu_ms(s):.2f}",
+                    per_cycle(None if s.db_cpu_s is None else s.db_cpu_s * 1000, s),
+                    per_cycle(s.counters.get("writes"), s),
+                    per_cycle(s.counters.get("round_trips"), s),
+                    per_cycle(s.counters.get("statements"), s),
+                    per_cycle(s.wal_syncs, s),
+                ]
+            )
+        print_table(setup.name, headers, rows)
+        if len(setup.servers) > 1:
+            per = [
+                "/".join(f"{cpu / max(1e-9, s.server_cpu_s):.0%}" for cpu in s.per_process_cpu_s)
+                for s in (results[(setup.key, level)] for level in levels)
+            ]
+            print(
+                "   share of the server CPU per process (client i talks to process i mod 2): "
+                + ", ".join(f"{lv} clients {p}" for lv, p in zip(levels, per, strict=True))
+            )
+        samples = {e for level in levels for e in results[(setup.key, level)].error_samples}
+        for sample in sorted(samples)[:3]:
+            print(f"   error: {sample}")
+    floor = next((s for s in setups if s.key == "floor"), None)
+    if floor is None:
+        return
+    rows = []
+    for setup in setups:
+        if setup is floor:
+            continue
+        for level in levels:
+            s, f = results[(setup.key, level)], results[("floor", level)]
+            rows.append(
+                [
+                    f"{setup.name}, {level}",
+                    f"{rate(s) / rate(f):.2f}" if rate(f) else "-",
+                    f"{cpu_ms(s) / cpu_ms(f):.2f}",
+                    f"{quantile(s.latencies, 0.99) / quantile(f.latencies, 0.99):.2f}",
+                    f"{1000 / cpu_ms(s):.0f}",
+                ]
+            )
+    rows += [
+        [
+            "floor, " + str(level),
+            "1.00",
+            "1.00",
+            "1.00",
+            f"{1000 / cpu_ms(results[('floor', level)]):.0f}",
+        ]
+        for level in levels
+    ]
+    print_table(
+        "Against the floor at the same client count (same run)",
+        ("setup, clients", "cycles/s ratio", "CPU/cycle ratio", "p99 ratio", "cycles/s per core"),
+        rows,
+    )
+    print("\nTargets (issue 18):")
+    at = 32 if 32 in levels else max(levels)
+    f = results[("floor", at)]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    for setup in setups:
+        if setup is floor:
+            continue
+        worst_cpu = max(
+            cpu_ms(results[(setup.key, lv)]) / cpu_ms(results[("floor", lv)]) for lv in levels
+        )
+        s = results[(setup.key, at)]
+        thr = rate(s) / rate(f)
+        p99 = quantile(s.latencies, 0.99) / quantile(f.latencies, 0.99)
+        errors = sum(results[(setup.key, lv)].errors for lv in levels)
+        print(
+            f"   {setup.name}: CPU/cycle ≤ 1.5 × floor (worst level {worst_cpu:.2f}): "
+            f"{verdict(worst_cpu <= 1.5)}; cycles/s at {at} ≥ 0.8 × ({thr:.2f}): "
+            f"{verdict(thr >= 0.8)}; p99 at {at} ≤ 2 × ({p99:.2f}): {verdict(p99 <= 2)}; "
+            f"errors {errors}: {verdict(errors == 0)}"
+        )
+    keys = {s.key for s in setups}
+    if {"sqlite", "pg1"} <= keys:
+        r = rate(results[("pg1", at)]) / rate(results[("sqlite", at)])
+        print(
+            f"   PostgreSQL 1 process / SQLite at {at} clients = {r:.2f} (≥ 0.8): "
+            f"{verdict(r >= 0.8)}"
+        )
+    if {"pg1", "pg2"} <= keys:
+        r = rate(results[("pg2", at)]) / rate(results[("pg1", at)])
+        c = cpu_ms(results[("pg2", at)]) / cpu_ms(results[("pg1", at)])
+        print(
+            f"   PostgreSQL 2 processes / 1 at {at} clients = {r:.2f} (≥ 1.0 here): "
+            f"{verdict(r >= 1.0)}; server CPU per cycle 2 / 1 processes = {c:.2f} (flat means "
+            "each added process with a free core adds its own capacity)"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", default="1,8,32,64", help="client counts (default 1,8,32,64)")
+    parser.add_argument(
+        "--seconds", type=float, default=20.0, help="seconds per setup and client count (20)"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved slices per level (2)")
+    parser.add_argument(
+        "--setups", default="floor,sqlite,pg1,pg2", help="which setups (floor,sqlite,pg1,pg2)"
+    )
+    parser.add_argument("--serve", choices=("handrail", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--max-seconds", type=float, default=3600.0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve, args.url, args.folder, args.max_seconds)
+        return 0
+    levels = [int(x) for x in args.clients.split(",")]
+    keys = [k for k in args.setups.split(",") if k]
+    unknown = set(keys) - set(SETUP_NAMES)
+    if unknown or not keys or any(lv < 1 or lv > 1000 for lv in levels):
+        parser.error(f"setups are {', '.join(SETUP_NAMES)}; clients between 1 and 1000")
+    if args.seconds <= 0 or args.seconds > 600 or args.rounds < 1:
+        parser.error("--seconds must be in (0, 600] and --rounds at least 1")
+    slice_s = args.seconds / args.rounds
+    budget = len(levels) * len(keys) * (args.seconds + 3 * args.rounds) + 300
+    versions = ", ".join(
+        f"{name} {package_version(name)}"
+        for name in (
+            "handrail",
+            "sqlalchemy",
+            "uvicorn",
+            "uvloop",
+            "starlette",
+            "fastapi",
+            "asyncpg",
+        )
+    )
+    import sqlite3
+
+    print("handrail bench: ask-then-answer cycles under load, against a floor app")
+    print(machine_line(f"SQLite {sqlite3.sqlite_version} | {versions}"))
+    print(
+        f"clients {levels}, {args.seconds:g} s per setup and level in {args.rounds} interleaved "
+        f"slices of {slice_s:g} s; a cycle = create + prompt turn + answer turn (3 requests)"
+    )
+    uvloop_ok = package_version("uvloop") != "?"
+    with (
+        contextlib.ExitStack() as stack,
+        tempfile.TemporaryDirectory(prefix="handrail-load-") as tmp,
+    ):
+        setups = start_setups(keys, Path(tmp), budget, stack)
+        results: dict[tuple[str, int], Slice] = {}
+        loop_factory = None
+        if uvloop_ok:
+            import uvloop
+
+            loop_factory = uvloop.new_event_loop
+
+        async def run() -> None:
+            await warm_up(setups)
+            for level in levels:
+                slices: dict[str, list[Slice]] = {s.key: [] for s in setups}
+                for r in range(args.rounds):
+                    order = setups[r % len(setups) :] + setups[: r % len(setups)]
+                    if r % 2:
+                        order = order[::-1]
+                    for setup in order:
+                        slices[setup.key].append(await measure(setup, level, slice_s))
+                for setup in setups:
+                    results[(setup.key, level)] = merge(slices[setup.key])
+                print(
+                    f"   {level} clients: "
+                    + ", ".join(
+                        f"{s.key} {rate(results[(s.key, level)]):.0f}/s "
+                        f"{cpu_ms(results[(s.key, level)]):.2f} ms CPU"
+                        for s in setups
+                    ),
+                    flush=True,
+                )
+
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(run())
+        report(setups, levels, results)
+        tracebacks = sum(server.tracebacks() for setup in setups for server in setup.servers)
+        print(f"\n   tracebacks in the servers' logs: {tracebacks}")
+        failed = tracebacks > 0 or any(s.errors for s in results.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
