@@ -195,7 +195,7 @@ def config_for(
     **settings: Any,
 ) -> ServerConfig:
     return ServerConfig(
-        users=USERS,
+        users=settings.pop("users", USERS),
         agents=list(agents) if agents is not None else default_agents(),
         database_url=url,
         blob_dir=tmp_path / "blobs",

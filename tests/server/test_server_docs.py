@@ -17,6 +17,7 @@ from handrail.server.config import (
     ENV_VARS,
     load_config,
 )
+from handrail.server.reach_config import EMAIL_KEYS, REACH_ENV_VARS, WEBHOOK_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTP_API = (ROOT / "docs" / "reference" / "http-api.md").read_text()
@@ -54,9 +55,10 @@ def test_every_spec_error_title_is_in_the_http_reference() -> None:
 
 
 def test_every_setting_is_in_the_configuration_reference() -> None:
-    for key in (*_TOP_KEYS, *_USER_KEYS, *_AGENT_KEYS, *_ASKS_KEYS, "import"):
+    keys = (*_TOP_KEYS, *_USER_KEYS, *_AGENT_KEYS, *_ASKS_KEYS, *WEBHOOK_KEYS, *EMAIL_KEYS)
+    for key in (*keys, "import"):
         assert re.search(rf"\| `{re.escape(key)}` \|", CONFIGURATION), key
-    for var in (*ENV_VARS.values(), "HANDRAIL_TOKEN"):
+    for var in (*ENV_VARS.values(), *REACH_ENV_VARS.values(), "HANDRAIL_TOKEN"):
         assert f"`{var}`" in CONFIGURATION, var
 
 

@@ -39,6 +39,8 @@ ROUTES = {
     ("/api/connections/{id}/refresh", "post"),
     ("/api/connections/{id}/tools", "get"),
     ("/api/activity", "get"),
+    ("/api/deliveries", "get"),
+    ("/api/deliveries/{id}", "get"),
 }
 
 

@@ -17,13 +17,16 @@ from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
 from handrail.store.tables import metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0006"
+HEAD = "0007"
 
 TABLES = {
     "activity",
+    "answer_links",
     "alembic_version",
     "confirmations",
     "connections",
+    "deliveries",
+    "delivery_attempts",
     "files",
     "grants",
     "histories",

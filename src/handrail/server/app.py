@@ -26,11 +26,14 @@ from .chat import add_chat_routes
 from .config import ServerConfig
 from .confirmations import add_confirmation_routes
 from .connections import add_connection_routes
+from .deliveries import add_delivery_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
 from .info import add_info_routes
+from .links import add_link_routes
 from .openapi import install_openapi
 from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
+from .reach import Reach
 from .uploads import add_upload_routes
 from .web import add_web_routes
 
@@ -90,11 +93,16 @@ def create_app(
                 the_runtime.start()
                 app.state.store = the_store
                 app.state.runtime = the_runtime
+                # Webhooks and email: their outbox is sent from every process.
+                reach = Reach(the_store, config)
+                app.state.reach = reach
+                reach.start()
                 try:
                     yield
                 finally:
                     # The turns still running finish with their tools, then the servers stop.
                     await the_runtime.aclose()
+                    await reach.aclose()
             finally:
                 await hub.aclose()
         finally:
@@ -114,6 +122,7 @@ def create_app(
     app.state.upload_cap = config.upload_cap
     app.state.max_json_bytes = config.max_json_bytes
     app.state.max_files_answer_bytes = config.max_files_answer_bytes
+    app.state.link_key = config.link_key
     install_problem_handlers(app)
     prefix = config.api_prefix
     add_chat_routes(app.router, prefix)
@@ -123,6 +132,8 @@ def create_app(
     add_confirmation_routes(app.router, prefix)
     add_connection_routes(app.router, prefix)  # /catalog, /connections, /activity
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
+    add_delivery_routes(app.router, prefix)  # GET /deliveries: webhooks' and emails' log
+    add_link_routes(app.router)  # /links/{token}: the one-time answer links of emails
     add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)
     # The last added is the outermost: the request id is set before anything can fail.

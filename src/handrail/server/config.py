@@ -49,6 +49,15 @@ from ..runtime.agent import Agent, AsksOptions
 from ..runtime.models import DEFAULT_MODEL, model_from_name
 from ..runtime.recovery import DEFAULT_LEASE_S
 from ..store.db import driver_url
+from .reach_config import (
+    EmailConfig,
+    WebhookConfig,
+    email_config,
+    link_key,
+    public_url,
+    user_email,
+    webhook_configs,
+)
 
 __all__ = [
     "DEFAULT_API_PREFIX",
@@ -123,8 +132,11 @@ _TOP_KEYS: Final = (
     "catalog_dirs",
     "users",
     "agents",
+    "public_url",
+    "webhooks",
+    "email",
 )
-_USER_KEYS: Final = ("id", "token", "token_env", "admin")
+_USER_KEYS: Final = ("id", "token", "token_env", "admin", "email")
 _AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify", "actions")
 _ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
@@ -140,6 +152,8 @@ class UserConfig:
     id: str
     token: str = field(repr=False)
     admin: bool = False
+    #: Where the emails of the user's new asks and reminders go (when email is on).
+    email: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -182,6 +196,14 @@ class ServerConfig:
     #: Seconds a turn's lease lasts without a heartbeat before another process takes the
     #: turn over (see `handrail.runtime.recovery`).
     turn_lease: float = DEFAULT_LEASE_S
+    #: The base URL of the links in emails (``HANDRAIL_PUBLIC_URL``).
+    public_url: str | None = None
+    #: Where events are posted (`handrail.server.reach_config`).
+    webhooks: Sequence[WebhookConfig] = ()
+    #: The SMTP server of emails, None when email is off.
+    email: EmailConfig | None = None
+    #: The key that signs email links (``HANDRAIL_LINK_KEY``).
+    link_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.users = tuple(self.users)
@@ -237,6 +259,20 @@ class ServerConfig:
             _positive_int(getattr(self, name), name)
         for name in _SECONDS_SETTINGS:
             setattr(self, name, _seconds(getattr(self, name), name))
+        self.webhooks = tuple(self.webhooks)
+        if self.email is not None:
+            if self.public_url is None:
+                raise ConfigError(
+                    "public_url: required when email is on, so that links in emails reach "
+                    "this server; set it (or HANDRAIL_PUBLIC_URL) to a URL such as "
+                    "https://handrail.example.com"
+                )
+            if self.link_key is None:
+                raise ConfigError(
+                    "HANDRAIL_LINK_KEY: required when email is on, to sign the links in "
+                    "emails; set it to a random text of 32 characters or more (or set "
+                    "HANDRAIL_SECRET_KEY)"
+                )
 
     @property
     def upload_cap(self) -> int:
@@ -335,6 +371,10 @@ class ServerConfig:
                 values[key] = raw
         values["users"] = _users(data.get("users"), environ)
         values["agents"] = _agents(data.get("agents"), base_dir=base_dir, env=environ)
+        values["public_url"] = public_url(data.get("public_url"), environ)
+        values["webhooks"] = webhook_configs(data.get("webhooks"), environ)
+        values["email"] = email_config(data.get("email"), environ)
+        values["link_key"] = link_key(environ)
         return cls(**values)
 
 
@@ -500,7 +540,8 @@ def _users(value: Any, env: Mapping[str, str]) -> list[UserConfig]:
                 "environment variable that holds it as token_env"
             )
         admin = _bool(entry.get("admin", False), f"{path}.admin")
-        users.append(UserConfig(id=user_id, token=token, admin=admin))
+        email = user_email(entry.get("email"), f"{path}.email")
+        users.append(UserConfig(id=user_id, token=token, admin=admin, email=email))
     return users
 
 

@@ -25,8 +25,11 @@ from handrail.store._types import JSONData, UTCDateTime
 
 __all__ = [
     "activity",
+    "answer_links",
     "confirmations",
     "connections",
+    "deliveries",
+    "delivery_attempts",
     "files",
     "grants",
     "histories",
@@ -288,4 +291,65 @@ activity = Table(
     Column("changes", JSONData, nullable=False),
     Column("created", UTCDateTime, nullable=False),
     Index(None, "created", "id"),
+)
+
+#: The outbox of webhooks and emails: one row per event and target (a webhook's name, or the
+#: user an email goes to), written once (`event_id` with the channel and target is unique, so
+#: an event enqueued twice is delivered once). `status` is ``pending`` until an attempt
+#: succeeds (``delivered``) or the attempts run out (``failed``); `next_attempt` is when it is
+#: due, and a process that claims it moves it on, so two processes never send it at once.
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("event_id", String(NAME), nullable=False),
+    Column("channel", String(16), nullable=False),
+    Column("target", String(NAME), nullable=False),
+    Column("user_id", String(NAME), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("payload", JSONData, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt", UTCDateTime, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("created", UTCDateTime, nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+    Index("uq_deliveries_channel_target_event_id", "channel", "target", "event_id", unique=True),
+    Index(None, "status", "next_attempt"),
+    Index(None, "user_id", "created", "id"),
+)
+
+#: The delivery log: each attempt of a delivery, its HTTP status (webhooks) or its error.
+delivery_attempts = Table(
+    "delivery_attempts",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column(
+        "delivery_id",
+        String(ID),
+        ForeignKey("deliveries.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("attempt", Integer, nullable=False),
+    Column("status_code", Integer, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("duration_ms", Integer, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Index(None, "delivery_id", "attempt"),
+)
+
+#: The one-time links of an email, one per card button: the link's token carries this id and
+#: an HMAC of it, so a guessed id opens nothing. `used` is set, once, by the click that answers.
+answer_links = Table(
+    "answer_links",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("user_id", String(NAME), nullable=False),
+    Column("history_id", String(ID), nullable=False),
+    Column("tool_call_id", String(NAME), nullable=False),
+    Column("button_id", String(NAME), nullable=False),
+    Column("expires", UTCDateTime, nullable=False),
+    Column("used", UTCDateTime, nullable=True),
+    Column("created", UTCDateTime, nullable=False),
+    Index(None, "history_id", "tool_call_id"),
 )

@@ -1,0 +1,294 @@
+"""Reaching people off the page: events become webhook posts and emails, through a durable
+outbox.
+
+`Reach.handle` takes a user event (an ask created, a reminder, an ask answered or cancelled)
+and writes one delivery per webhook that wants it and, for a new ask or a reminder, one email to
+the user (when email is on and the user has an address). Writing is idempotent per event and
+target, so an event handled twice (two processes, a retry) is delivered once.
+
+The worker (`start`, `aclose`) sends due deliveries: it claims each (so no other process sends
+it meanwhile), makes one attempt, and records it in the delivery log. A failed attempt is
+retried after ``backoff * 2 ** (attempt - 1)`` seconds (at most an hour, with up to 10% jitter)
+until the configured attempts run out; then the delivery is ``failed``. A delivery claimed by a
+process that stopped is due again when its claim lapses, so every event is delivered at least
+once; receivers drop repeats by the ``webhook-id`` header, the event's id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import random
+import time
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+import httpx
+
+from .._util import iso, utc_now
+from ..asks import PendingAsk
+from ..store import Store
+from ..store.outbox import AnswerLinkRepo, Delivery, DeliveryRepo, new_delivery
+from .config import ServerConfig
+from .email import email_payload, new_links, render_email, send_email
+from .reach_config import EMAIL_EVENTS, WebhookConfig
+from .webhooks import WEBHOOK_TIMEOUT, post_webhook
+
+__all__ = ["CLAIM_HOLD", "Reach", "ReachEvent", "retry_delay"]
+
+log = logging.getLogger("handrail.reach")
+
+#: How long a claimed delivery is held by the process that claimed it.
+CLAIM_HOLD: Final = dt.timedelta(seconds=120)
+#: Seconds between two looks at the outbox when nothing woke the worker.
+POLL_S: Final = 2.0
+_MAX_DELAY_S: Final = 3600.0
+
+
+class ReachEvent(Protocol):
+    """What reach reads of a user event (the event bus's record)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def history_id(self) -> str | None: ...
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+
+def retry_delay(backoff: float, attempt: int) -> float:
+    """Seconds before the attempt after `attempt` (1 for the first): doubling, capped."""
+    base: float = min(backoff * 2.0 ** (attempt - 1), _MAX_DELAY_S)
+    return base * (1.0 + random.random() * 0.1)
+
+
+class Reach:
+    """Webhooks and email for one server process."""
+
+    def __init__(self, store: Store, config: ServerConfig, *, poll_s: float = POLL_S) -> None:
+        self.store = store
+        self.deliveries = DeliveryRepo(store.db)
+        self.links = AnswerLinkRepo(store.db)
+        self.webhooks: dict[str, WebhookConfig] = {h.name: h for h in config.webhooks}
+        self.email = config.email
+        self.public_url = config.public_url
+        self.link_key = config.link_key
+        self.addresses = {u.id: u.email for u in config.users if u.email}
+        self._poll_s = poll_s
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.webhooks) or self.email is not None
+
+    # ------------------------------------------------------------------------- enqueueing
+
+    async def handle(self, event: ReachEvent) -> int:
+        """Queue what `event` sends; returns how many deliveries were new."""
+        if not self.enabled:
+            return 0
+        kind = event.kind
+        data = dict(event.data)
+        agent = data.get("agent") if isinstance(data.get("agent"), str) else None
+        hooks = [h for h in self.webhooks.values() if kind in h.events]
+        if hooks and agent is None and event.history_id and any(h.agents for h in hooks):
+            history = await self.store.histories.get(event.history_id)
+            agent = history.agent if history is not None else None
+        queued = 0
+        payload = {
+            "type": kind,
+            "timestamp": iso(utc_now()),
+            "data": {**data, "userId": event.user_id, "historyId": event.history_id},
+        }
+        for hook in hooks:
+            if hook.wants(kind, event.user_id, agent):
+                delivery = new_delivery(
+                    event_id=event.id,
+                    channel="webhook",
+                    target=hook.name,
+                    user_id=event.user_id,
+                    kind=kind,
+                    payload=payload,
+                )
+                queued += await self.deliveries.enqueue(delivery)
+        if kind in EMAIL_EVENTS and self.email is not None and event.history_id:
+            queued += await self._enqueue_email(event, data)
+        if queued:
+            self._wake.set()
+        return queued
+
+    async def _enqueue_email(self, event: ReachEvent, data: Mapping[str, Any]) -> int:
+        address = self.addresses.get(event.user_id)
+        if address is None or self.email is None or event.history_id is None:
+            return 0
+        history = await self.store.histories.get(event.history_id)
+        pending = history.pending_ask if history is not None else None
+        if pending is None or history is None or history.owner_id != event.user_id:
+            return 0  # answered already, or not this user's: nothing to ask by email
+        wanted = _tool_call_id(data)
+        if wanted is not None and wanted != pending.tool_call_id:
+            return 0
+        return await self._queue_email(
+            event.id, event.kind, pending, event.user_id, address, history.id
+        )
+
+    async def _queue_email(
+        self,
+        event_id: str,
+        kind: str,
+        pending: PendingAsk,
+        user_id: str,
+        address: str,
+        history_id: str,
+    ) -> int:
+        assert self.email is not None
+        links = new_links(pending, user_id=user_id, history_id=history_id, ttl=self.email.link_ttl)
+        delivery = new_delivery(
+            event_id=event_id,
+            channel="email",
+            target=user_id,
+            user_id=user_id,
+            kind=kind,
+            payload=email_payload(
+                pending,
+                links,
+                to=address,
+                history_id=history_id,
+                reminder=kind == "ask.reminder",
+            ),
+        )
+        if not await self.deliveries.enqueue(delivery):
+            return 0
+        await self.links.add(links)
+        return 1
+
+    # ------------------------------------------------------------------------- the worker
+
+    def start(self) -> None:
+        if not self.enabled or self._task is not None:
+            return
+        self._client = httpx.AsyncClient(
+            timeout=WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
+        )
+        self._task = asyncio.create_task(self._run(), name="handrail-reach")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.run_due()
+            except Exception:
+                log.exception("the outbox could not be read; trying again")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_s)
+
+    async def run_due(self) -> int:
+        """Send every delivery due now (in parallel); returns how many were attempted."""
+        attempted = 0
+        while True:
+            due = await self.deliveries.claim_due(now=utc_now(), hold=CLAIM_HOLD)
+            if not due:
+                return attempted
+            await asyncio.gather(*(self._attempt(d) for d in due))
+            attempted += len(due)
+
+    async def _attempt(self, delivery: Delivery) -> None:
+        started = time.monotonic()
+        attempts, backoff = self._retry_policy(delivery)
+        ok, status_code, error = await self._send(delivery)
+        duration_ms = int((time.monotonic() - started) * 1000)
+        attempt = delivery.attempts + 1
+        now = utc_now()
+        if ok:
+            status, next_attempt = "delivered", now
+        elif attempt >= attempts or status_code == -1:
+            status, next_attempt = "failed", now
+        else:
+            delay = retry_delay(backoff, attempt)
+            status, next_attempt = "pending", now + dt.timedelta(seconds=delay)
+        if status_code == -1:
+            status_code = None
+        await self.deliveries.finish(
+            delivery,
+            status=status,  # type: ignore[arg-type]
+            next_attempt=next_attempt,
+            status_code=status_code,
+            error=error,
+            duration_ms=duration_ms,
+        )
+        if status == "pending":
+            asyncio.get_running_loop().call_later(
+                max(0.0, (next_attempt - utc_now()).total_seconds()), self._wake.set
+            )
+        elif status == "failed":
+            log.warning(
+                "%s delivery %s to %s failed after %d attempts: %s",
+                delivery.channel,
+                delivery.id,
+                delivery.target,
+                attempt,
+                error,
+            )
+
+    def _retry_policy(self, delivery: Delivery) -> tuple[int, float]:
+        if delivery.channel == "webhook" and delivery.target in self.webhooks:
+            hook = self.webhooks[delivery.target]
+            return hook.attempts, hook.backoff
+        if delivery.channel == "email" and self.email is not None:
+            return self.email.attempts, self.email.backoff
+        return 1, 1.0
+
+    async def _send(self, delivery: Delivery) -> tuple[bool, int | None, str | None]:
+        """One attempt: (delivered, HTTP status or None, the error). A status of -1 means the
+        delivery can never succeed here (its webhook or email is no longer configured)."""
+        if delivery.channel == "webhook":
+            hook = self.webhooks.get(delivery.target)
+            if hook is None or self._client is None:
+                return False, -1, f"No webhook is named {delivery.target!r} any more."
+            outcome = await post_webhook(self._client, hook, delivery.event_id, delivery.payload)
+            return outcome.ok, outcome.status_code, outcome.error
+        if delivery.channel == "email":
+            if self.email is None or self.link_key is None or self.public_url is None:
+                return False, -1, "Email is no longer configured."
+            message = render_email(
+                delivery.payload,
+                sender=self.email.sender,
+                key=self.link_key,
+                public_url=self.public_url,
+            )
+            try:
+                await send_email(self.email, message)
+            except (OSError, TimeoutError) as exc:
+                return (
+                    False,
+                    None,
+                    f"The SMTP server refused or could not be reached ({type(exc).__name__}).",
+                )
+            return True, None, None
+        return False, -1, f"Unknown channel {delivery.channel!r}."
+
+
+def _tool_call_id(data: Mapping[str, Any]) -> str | None:
+    ask = data.get("ask")
+    if isinstance(ask, Mapping) and isinstance(ask.get("toolCallId"), str):
+        return str(ask["toolCallId"])
+    value = data.get("toolCallId")
+    return value if isinstance(value, str) else None

@@ -1,0 +1,131 @@
+"""Helpers of the webhook and email tests: a webhook receiver served by uvicorn on 127.0.0.1
+(a real socket, in a background thread) that records what it receives and answers with the
+statuses a test plans, a real SMTP server (`aiosmtpd`) that keeps the messages it gets, and an
+event of the bus's shape."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import email
+import email.policy
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Any
+
+import uvicorn
+from aiosmtpd.controller import Controller
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from handrail._util import new_id
+
+#: A Standard Webhooks secret (``whsec_`` and the base64 of 32 bytes).
+WEBHOOK_SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode("ascii")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """A user event as the bus publishes it (kind, id, user, history, public data)."""
+
+    kind: str
+    user_id: str
+    history_id: str | None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=new_id)
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    """Records each POST; answers the next planned status (200 when the plan is empty)."""
+
+    plan: list[int] = field(default_factory=list)
+    received: list[Received] = field(default_factory=list)
+    url: str = ""
+
+    async def handle(self, request: Request) -> Response:
+        body = await request.body()
+        self.received.append(Received(headers=dict(request.headers), body=body))
+        status = self.plan.pop(0) if self.plan else 200
+        return Response(b"receiver says no" if status >= 300 else b"", status_code=status)
+
+
+@contextlib.contextmanager
+def receiving(plan: list[int] | None = None) -> Iterator[Receiver]:
+    receiver = Receiver(plan=list(plan or []))
+    app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the webhook receiver did not start")
+        time.sleep(0.01)
+    receiver.url = f"http://127.0.0.1:{port}/hook"
+    try:
+        yield receiver
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+class _Mailbox:
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        assert isinstance(message, EmailMessage)
+        self.messages.append(message)
+        return "250 OK"
+
+
+@dataclass
+class Mailbox:
+    port: int
+    messages: list[EmailMessage]
+
+
+@contextlib.contextmanager
+def smtp_server() -> Iterator[Mailbox]:
+    """A real SMTP server on a free port of 127.0.0.1 (plain, no TLS)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    handler = _Mailbox()
+    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield Mailbox(port=port, messages=handler.messages)
+    finally:
+        controller.stop()
+
+
+async def eventually(check: Any, *, rounds: int = 200, pause: float = 0.025) -> Any:
+    """Await `check()` until it returns something truthy (a bounded number of rounds)."""
+    for _ in range(rounds):
+        value = await check()
+        if value:
+            return value
+        await asyncio.sleep(pause)
+    raise AssertionError("the condition never held")
