@@ -18,6 +18,8 @@ from typing import Any, Final
 
 import httpx
 
+from handrail.connections import new_secret_key
+
 __all__ = ["TOKENS", "DemoServer", "free_port"]
 
 #: The demo users' tokens.
@@ -45,6 +47,7 @@ class DemoServer:
         port = free_port()
         log = folder / "server.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("HANDRAIL_")}
+        env["HANDRAIL_SECRET_KEY"] = new_secret_key()  # connections may keep secrets
         args = [
             sys.executable,
             "-m",

@@ -43,6 +43,7 @@ from mcp.shared.exceptions import MCPError
 from .._util import storable
 from ..errors import HandrailError
 from .catalog import McpLaunch
+from .oauth import AuthorizationNeeded, OAuthLink, SignIn, SignInFailed
 from .secrets import mask
 
 __all__ = [
@@ -156,14 +157,25 @@ class McpLink:
         call_timeout: float = 60.0,
         connect_timeout: float = CONNECT_TIMEOUT,
         on_change: Callable[[McpLink], Awaitable[None]] | None = None,
+        oauth: OAuthLink | None = None,
     ) -> None:
         self.name = name
+        #: The authorization of an HTTP server that may require signing in (OAuth).
+        self.oauth = oauth
+        #: The sign-in the link waits on (an admin's browser), if any.
+        self.sign_in: SignIn | None = None
+        self._clock: asyncio.Timeout | None = None
+        if oauth is not None:
+            oauth.on_wait = self._waiting
         #: Called (in the supervisor) each time the link connects again or fails again after
         #: its first start: the owner updates what it shows (`start` covers the first).
         self.on_change = on_change
         self._settles = 0
+        self._reports = 0
+        self._reported = asyncio.Event()
+        self._waited = False
         self.launch = launch
-        self._secrets = [s for s in secrets if s]
+        self._fixed_secrets = [s for s in secrets if s]
         self.call_timeout = call_timeout
         self.connect_timeout = connect_timeout
         self.state: LinkState = "starting"
@@ -187,16 +199,19 @@ class McpLink:
         await self.wait_settled(self.connect_timeout + 1 if wait is None else wait)
 
     async def wait_settled(self, timeout: float) -> None:
-        """Wait until the link is connected or in error (or `timeout` passes)."""
+        """Wait until the link is connected, in error, or waiting on a sign-in (or `timeout`
+        passes)."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
-                while self.state == "starting":
+                while self.state == "starting" and self.sign_in is None:
                     self._changed.clear()
                     await self._changed.wait()
 
     async def aclose(self) -> None:
         """Stop the server (a stdio child is ended) and the supervisor."""
         self._closing.set()
+        if self.sign_in is not None and self.oauth is not None:
+            self.oauth.sign_ins.cancel(self.sign_in.state, "the connection was changed or removed")
         self._attempt.lost.set()
         if self._task is not None:
             try:
@@ -211,20 +226,59 @@ class McpLink:
                 log.exception("stopping the MCP server %s failed", self.name)
         self._set("closed", None)
 
+    @property
+    def _secrets(self) -> list[str]:
+        """The values to mask: the connection's secrets and its current tokens."""
+        if self.oauth is None:
+            return self._fixed_secrets
+        return [*self._fixed_secrets, *self.oauth.saved.values()]
+
+    def _waiting(self, sign_in: SignIn | None) -> None:
+        """The flow waits on an admin's browser (`sign_in`), or its answer came (None): the
+        connect timeout stops meanwhile, as the sign-in has its own."""
+        self.sign_in = sign_in
+        if sign_in is not None:
+            self._waited = True
+        if self._clock is not None:
+            loop = asyncio.get_running_loop()
+            self._clock.reschedule(None if sign_in else loop.time() + self.connect_timeout)
+        self._changed.set()
+
+    @property
+    def needs_sign_in(self) -> bool:
+        """The server requires a sign-in that has not happened (or was revoked)."""
+        return self.oauth is not None and self.oauth.needed
+
     def _set(self, state: LinkState, message: str | None) -> None:
         self.state = state
         self.message = message
         self._changed.set()
 
     async def _settled(self) -> None:
-        """The link connected or failed: tell the owner, but for the first start."""
+        """The link connected or failed: tell the owner, but for the first start (unless
+        that start waited on a sign-in, which `start` returned at)."""
         self._settles += 1
-        if self._settles == 1 or self.on_change is None or self._closing.is_set():
-            return
-        try:
-            await self.on_change(self)
-        except Exception:
-            log.exception("the owner of the MCP server %s failed to take its change", self.name)
+        first = self._settles == 1 and not self._waited
+        if not first and self.on_change is not None and not self._closing.is_set():
+            try:
+                await self.on_change(self)
+            except Exception:
+                log.exception("the owner of the MCP server %s failed to take its change", self.name)
+        self._reports += 1
+        self._reported.set()
+
+    @property
+    def reports(self) -> int:
+        """How many times the link settled (and its owner was told, when it is told)."""
+        return self._reports
+
+    async def wait_reported(self, after: int, timeout: float) -> None:
+        """Wait until the link settled more than `after` times (or `timeout` passes)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._reports <= after:
+                    self._reported.clear()
+                    await self._reported.wait()
 
     async def _supervise(self) -> None:
         delay = BACKOFF_FIRST
@@ -235,12 +289,17 @@ class McpLink:
                 await self._connected(attempt)
             except Exception as exc:
                 before = self.message
+                self.sign_in = None
                 self._set("error", self._failure_text(exc))
                 if self.message != before:  # once per new reason, not at every retry
                     log.warning(
                         "MCP server %s: %s", self.name, mask(self.message or "", self._secrets)
                     )
                 await self._settled()
+                if isinstance(_leaf(exc), AuthorizationNeeded | SignInFailed):
+                    # Trying again cannot help: an admin signs in (which starts a new link).
+                    await self._closing.wait()
+                    return
             else:
                 if not self._closing.is_set():
                     self._set("starting", None)
@@ -263,8 +322,12 @@ class McpLink:
                     mode=self.launch.protocol,
                     read_timeout_seconds=self.connect_timeout,
                 )
-                async with asyncio.timeout(self.connect_timeout):
-                    await stack.enter_async_context(client)
+                async with asyncio.timeout(self.connect_timeout) as clock:
+                    self._clock = clock
+                    try:
+                        await stack.enter_async_context(client)
+                    finally:
+                        self._clock = None
                 if errlog is not None:
                     errlog.spawned()
                 self.instructions = client.instructions
@@ -296,7 +359,9 @@ class McpLink:
 
         assert launch.url is not None
         http = httpx2.AsyncClient(
-            headers=dict(launch.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+            headers=dict(launch.headers),
+            timeout=httpx2.Timeout(30.0, read=300.0),
+            auth=self.oauth.auth() if self.oauth is not None else None,
         )
         stack.push_async_callback(http.aclose)
         return streamable_http_client(launch.url, http_client=http)
@@ -308,6 +373,8 @@ class McpLink:
             if self.launch.transport == "stdio"
             else f"the server at {self.launch.url}"
         )
+        if isinstance(exc, AuthorizationNeeded | SignInFailed):
+            return mask(str(exc), self._secrets)
         if isinstance(exc, TimeoutError):
             reason = f"{where} did not answer within {self.connect_timeout:g} seconds"
         elif isinstance(exc, FileNotFoundError | PermissionError):
@@ -367,6 +434,8 @@ class McpLink:
                 raise self._timed_out(tool, limit) from None
             if exc.code == CONNECTION_CLOSED:
                 self._lose()
+                if self.needs_sign_in:
+                    raise self._sign_in_lost(tool) from None
                 raise McpCallFailed(
                     f"The server {self.name} stopped during the call of {tool}, so it may or may "
                     "not have been carried out; handrail is starting the server again. Check "
@@ -381,6 +450,8 @@ class McpLink:
             ) from None
         except Exception as exc:
             self._lose()
+            if self.needs_sign_in or isinstance(_leaf(exc), AuthorizationNeeded):
+                raise self._sign_in_lost(tool) from None
             log.warning("the call of %s on %s failed: %s", tool, self.name, type(exc).__name__)
             raise McpCallFailed(
                 f"The server {self.name} failed during the call of {tool} "
@@ -389,6 +460,14 @@ class McpLink:
                 code="TOOL_CONNECTION_ERROR",
             ) from None
         return outcome_of(result)
+
+    def _sign_in_lost(self, tool: str) -> McpCallFailed:
+        return McpCallFailed(
+            f"The server {self.name} refused the call of {tool} because its sign-in was revoked "
+            "or expired, so it was not carried out. Tell the user that an admin must sign in "
+            "to this connection again.",
+            code="TOOL_CONNECTION_ERROR",
+        )
 
     def _timed_out(self, tool: str, limit: float) -> McpCallFailed:
         return McpCallFailed(
@@ -489,6 +568,11 @@ def _decoded_size(data: str) -> int:
         return len(base64.b64decode(data, validate=False))
     except (ValueError, TypeError):
         return len(data)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception that is not a group (`exc` itself when it is none)."""
+    return _first_leaf(exc) if isinstance(exc, BaseExceptionGroup) else exc
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -47,6 +47,7 @@ from ..connections import (
     tool_prefix,
 )
 from ..connections.catalog import PROTOCOL_MODES, SECRET_TYPES, check_refs
+from ..connections.oauth import OAUTH_SECRET, OAuthLink, OAuthSaved, SignIn, SignIns
 from ..connections.values import missing_required
 from ..errors import ConfigError, Conflict, InvalidRequest, NotFound
 from ..policy import SAFETY_CLASSES, SafetyClass, ToolHints, classify
@@ -71,6 +72,7 @@ __all__ = [
     "ConnectionTool",
     "InvalidConnection",
     "NameTaken",
+    "Signer",
     "UnknownApp",
 ]
 
@@ -102,6 +104,15 @@ class ConnectionReadOnly(Conflict):
 
 class ConnectionUnknown(NotFound):
     """No connection (saved or configured) has that id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Signer:
+    """The admin whose change starts a connection now, and where the browser comes back to
+    when its server requires signing in (the server's OAuth callback URL)."""
+
+    user_id: str
+    redirect_uri: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +177,8 @@ class ConnectionHub:
         self._sync_task: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
         self._lock = asyncio.Lock()
+        #: The sign-ins (OAuth) under way in this process.
+        self.sign_ins = SignIns()
 
     # --- life -------------------------------------------------------------------------------
 
@@ -253,7 +266,7 @@ class ConnectionHub:
         if live is not None and live.link is not None:
             await live.link.aclose()
 
-    async def _restart(self, record: ConnectionRecord) -> _Live:
+    async def _restart(self, record: ConnectionRecord, signer: Signer | None = None) -> _Live:
         old = self._live.get(record.id)
         if old is not None and old.link is not None:
             await old.link.aclose()
@@ -263,29 +276,42 @@ class ConnectionHub:
         live = _Live(record=dataclasses.replace(record, status=starting))
         self._live[record.id] = live
         self._changed()
-        await self._start(live)
+        await self._start(live, signer)
         return live
 
-    async def _start(self, live: _Live) -> None:
+    async def _start(self, live: _Live, signer: Signer | None = None) -> None:
         record = live.record
         if record.kind == "actions":
             await self._start_actions(live)
             return
         try:
-            launch, secrets = self._launch_of(record)
+            launch, secrets, oauth_text = self._launch_of(record)
         except (MissingValue, SecretsUnreadable) as exc:
             await self._set_status(live, "error", _sentence(str(exc)))
             return
 
         async def changed(link: McpLink) -> None:
             """The server came back (or failed again) after its first start."""
-            if self._live.get(record.id) is not live:
-                return
-            if link.state == "connected":
-                await self._listed(live, link.tools, link.instructions)
-            elif link.state == "error":
-                await self._set_status(live, "error", link.message or "The server stopped.")
+            if self._live.get(record.id) is live:
+                await self._link_status(live, link)
 
+        oauth: OAuthLink | None = None
+        if launch.transport == "http" and launch.url and not _authorizes(launch.headers):
+
+            async def save(saved: OAuthSaved) -> None:
+                await self._save_oauth(live, saved)
+
+            oauth = OAuthLink(
+                connection_id=record.id,
+                name=record.name,
+                server_url=launch.url,
+                saved=OAuthSaved.from_secret(oauth_text),
+                save=save,
+                sign_ins=self.sign_ins,
+                can_save=self.secrets.has_key,
+                signer=signer.user_id if signer is not None else None,
+                redirect_uri=signer.redirect_uri if signer is not None else None,
+            )
         link = McpLink(
             name=record.name,
             launch=launch,
@@ -293,16 +319,46 @@ class ConnectionHub:
             call_timeout=record.call_timeout or self.call_timeout,
             connect_timeout=self.connect_timeout,
             on_change=changed,
+            oauth=oauth,
         )
         live.link = link
         await link.start()
         if self._live.get(record.id) is not live:
             await link.aclose()  # removed or replaced meanwhile
             return
+        await self._link_status(live, link)
+
+    async def _link_status(self, live: _Live, link: McpLink) -> None:
+        """Show how the link is: connected (with its tools), waiting on a sign-in, or in
+        error (saying when only a sign-in can help)."""
         if link.state == "connected":
             await self._listed(live, link.tools, link.instructions)
+        elif link.sign_in is not None and link.state == "starting":
+            await self._set_status(
+                live,
+                "starting",
+                f"Waiting for {link.sign_in.user_id} to sign in to {live.record.name} in their "
+                "browser.",
+                sign_in="waiting",
+            )
         else:
-            await self._set_status(live, "error", link.message or "The server did not start.")
+            await self._set_status(
+                live,
+                "error",
+                link.message or "The server did not start.",
+                sign_in="needed" if link.needs_sign_in else None,
+            )
+
+    async def _save_oauth(self, live: _Live, saved: OAuthSaved) -> None:
+        """Keep what a sign-in (or a token refresh) gave among the sealed secrets."""
+        try:
+            current = self.secrets.open(live.record.secrets)
+        except SecretsUnreadable:
+            current = {}
+        current[OAUTH_SECRET] = saved.to_secret()
+        sealed = self.secrets.seal(current)
+        await self.repo.set_secrets(live.record.id, sealed)
+        live.record = dataclasses.replace(live.record, secrets=sealed)
 
     async def _start_actions(self, live: _Live) -> None:
         """An HTTP action set: compiled from its file, under the connection's id and name,
@@ -376,8 +432,9 @@ class ConnectionHub:
         message = "; ".join(live.clashes) if live.clashes else None
         await self._set_status(live, "error" if message else "connected", message, listed=True)
 
-    def _launch_of(self, record: ConnectionRecord) -> tuple[McpLaunch, dict[str, str]]:
+    def _launch_of(self, record: ConnectionRecord) -> tuple[McpLaunch, dict[str, str], str | None]:
         secrets = self.secrets.open(record.secrets)
+        oauth = secrets.pop(OAUTH_SECRET, None)
         if record.app == CUSTOM:
             launch = _launch_from_json(record.launch or {}, record.kind, record.protocol)
         else:
@@ -394,7 +451,7 @@ class ConnectionHub:
                     "connection"
                 )
             launch = dataclasses.replace(definition.mcp, protocol=record.protocol)  # type: ignore[arg-type]
-        return fill_launch(launch, record.settings, secrets), secrets
+        return fill_launch(launch, record.settings, secrets), secrets, oauth
 
     async def _listed(
         self, live: _Live, tools: Sequence[ListedTool], instructions: str | None
@@ -408,7 +465,13 @@ class ConnectionHub:
         await self._set_status(live, "error" if message else "connected", message, listed=True)
 
     async def _set_status(
-        self, live: _Live, state: str, message: str | None, *, listed: bool = False
+        self,
+        live: _Live,
+        state: str,
+        message: str | None,
+        *,
+        listed: bool = False,
+        sign_in: str | None = None,
     ) -> None:
         status: dict[str, Any] = {
             "state": state,
@@ -417,6 +480,8 @@ class ConnectionHub:
         }
         if message:
             status["message"] = message
+        if sign_in:
+            status["signIn"] = sign_in
         live.record = dataclasses.replace(live.record, status=status)
         self._changed()
         await self.repo.set_status(
@@ -528,8 +593,11 @@ class ConnectionHub:
 
     # --- changes ------------------------------------------------------------------------------
 
-    async def create(self, principal: Principal, body: Mapping[str, Any]) -> ConnectionRecord:
-        """Save a new connection from a checked ``POST /connections`` body and start it."""
+    async def create(
+        self, principal: Principal, body: Mapping[str, Any], *, signer: Signer | None = None
+    ) -> ConnectionRecord:
+        """Save a new connection from a checked ``POST /connections`` body and start it (a
+        server that requires signing in waits on `signer`'s sign-in)."""
         app = str(body["app"])
         definition = self._definition(app)
         kind = definition.kind if definition is not None else str(body.get("kind") or "")
@@ -589,11 +657,16 @@ class ConnectionHub:
             changes=_public_changes(record, _CREATE_FIELDS),
         )
         async with self._lock:
-            live = await self._restart(record)
+            live = await self._restart(record, signer)
         return live.record
 
     async def update(
-        self, principal: Principal, connection_id: str, body: Mapping[str, Any]
+        self,
+        principal: Principal,
+        connection_id: str,
+        body: Mapping[str, Any],
+        *,
+        signer: Signer | None = None,
     ) -> ConnectionRecord:
         """Apply a checked ``PATCH /connections/{id}`` body; the link starts again when what
         it runs on changed."""
@@ -620,13 +693,16 @@ class ConnectionHub:
                 current = self.secrets.open(record.secrets)
             except SecretsUnreadable:
                 current = {}  # saved under another key: the ones sent now replace them all
+            signed_in = current.pop(OAUTH_SECRET, None)  # the sign-in's, not the admin's
             for key, value in (body["secrets"] or {}).items():
                 if value is None:
                     current.pop(key, None)
                 else:
                     current[key] = value
             checked = self._secret_values(definition, current, fields)
-            changes["secrets"] = self.secrets.seal(checked)
+            changes["secrets"] = self.secrets.seal(
+                checked if signed_in is None else {**checked, OAUTH_SECRET: signed_in}
+            )
             changes["secret_keys"] = tuple(sorted(checked))
         if "trusted" in body:
             changes["trusted"] = bool(body["trusted"])
@@ -660,7 +736,7 @@ class ConnectionHub:
             changes=_public_changes(updated, changes, body=body),
         )
         async with self._lock:
-            live = await self._restart(updated)
+            live = await self._restart(updated, signer)
         return live.record
 
     async def delete(self, principal: Principal, connection_id: str) -> None:
@@ -676,13 +752,16 @@ class ConnectionHub:
         async with self._lock:
             await self._stop(record.id)
 
-    async def refresh(self, principal: Principal, connection_id: str) -> ConnectionRecord:
-        """List the connection's tools again (starting its server again when it is down)."""
+    async def refresh(
+        self, principal: Principal, connection_id: str, *, signer: Signer | None = None
+    ) -> ConnectionRecord:
+        """List the connection's tools again (starting its server again when it is down, or
+        when it waits on a sign-in: then `signer` may sign in)."""
         record = await self.record_of(connection_id)
         live = self._live.get(record.id)
-        if live is None or live.link is None:
+        if live is None or live.link is None or live.link.needs_sign_in:
             async with self._lock:
-                live = await self._restart(await self.repo.get(record.id) or record)
+                live = await self._restart(await self.repo.get(record.id) or record, signer)
         else:
             try:
                 tools = await live.link.refresh()
@@ -696,6 +775,61 @@ class ConnectionHub:
             subject=record.id,
             changes={"toolCount": live.record.status.get("toolCount", 0)},
         )
+        return live.record
+
+    async def authorize(
+        self, principal: Principal, connection_id: str, *, signer: Signer
+    ) -> ConnectionRecord:
+        """Start the connection again so that `signer` signs in to its server (OAuth): the
+        answer's status carries the sign-in's URL (`pending_sign_in`) when the server asks
+        for one."""
+        record = await self.record_of(connection_id)
+        if record.kind != "mcp-http":
+            raise InvalidConnection(
+                f"The connection {record.name} is not an HTTP MCP server, so there is nothing "
+                "to sign in to.",
+                code="CONNECTION_NO_SIGN_IN",
+            )
+        async with self._lock:
+            live = await self._restart(await self.repo.get(record.id) or record, signer)
+        await self.activity.add(
+            actor=principal.user_id,
+            action="connection.authorized",
+            subject=record.id,
+            changes={"signIn": live.record.status.get("signIn") or live.record.status["state"]},
+        )
+        return live.record
+
+    def pending_sign_in(self, connection_id: str, user_id: str) -> SignIn | None:
+        """The sign-in `user_id` started for the connection and has not finished."""
+        sign_in = self.sign_ins.pending(connection_id)
+        return sign_in if sign_in is not None and sign_in.user_id == user_id else None
+
+    async def finish_sign_in(
+        self,
+        state: str | None,
+        *,
+        code: str | None,
+        error: str | None = None,
+        error_description: str | None = None,
+        iss: str | None = None,
+    ) -> ConnectionRecord:
+        """The browser came back from the authorization server: hand its answer to the
+        sign-in named by `state` (`SignInUnknown` when there is none) and wait for the
+        connection to connect or fail."""
+        live = None
+        sign_in = self.sign_ins.get(state)
+        if sign_in is not None:
+            live = self._live.get(sign_in.connection_id)
+        before = live.link.reports if live is not None and live.link is not None else 0
+        sign_in = self.sign_ins.finish(
+            state, code=code, error=error, error_description=error_description, iss=iss
+        )
+        if live is not None and live.link is not None:
+            await live.link.wait_reported(before, self.connect_timeout + 5)
+        live = self._live.get(sign_in.connection_id)
+        if live is None:
+            return await self.record_of(sign_in.connection_id)
         return live.record
 
     # --- checks ---------------------------------------------------------------------------------
@@ -892,6 +1026,11 @@ def _launch_from_json(data: Mapping[str, Any], kind: str, protocol: str) -> McpL
         env=dict(data.get("env") or {}),
         protocol=mode,
     )
+
+
+def _authorizes(headers: Mapping[str, str]) -> bool:
+    """Whether the connection sends its own Authorization header (then it never signs in)."""
+    return any(key.lower() == "authorization" for key in headers)
 
 
 def _description(listed: ListedTool, connection: str) -> str:

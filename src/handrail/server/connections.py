@@ -8,6 +8,11 @@
 - ``GET``, ``PATCH`` (admin), ``DELETE`` (admin) ``/connections/{id}``;
   ``POST /connections/{id}/refresh`` (admin) lists its tools again;
   ``GET /connections/{id}/tools`` lists them with their safety classes and overrides.
+- ``POST /connections/{id}/authorize`` (admin): sign in to an HTTP server that requires
+  authorization (OAuth 2.1 with PKCE, discovered from the server): the answer's
+  ``status.authorize`` is the URL for that admin's browser; ``GET /oauth/callback`` (no token:
+  the browser comes back from the authorization server) finishes it, checked by its
+  ``state``. Adding, changing or refreshing such a connection starts a sign-in the same way.
 - ``GET /activity`` (admin): who changed which connection, when, and what, newest first.
 
 Secrets are write-only: a response lists the names of the secrets set (``secretsSet``), never a
@@ -17,17 +22,18 @@ value. Launch details (command, environment, URL, headers) and the server's own
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Path, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from .._util import iso
 from ..connections import CONNECTION_KINDS, PROTOCOL_MODES
 from ..errors import BadRequest, Forbidden
 from ..policy import SAFETY_CLASSES, ToolHints, classify
-from ..runtime.connected import ConnectionHub, ConnectionTool
+from ..runtime.connected import ConnectionHub, ConnectionTool, Signer
 from ..runtime.tools import ToolSet
 from ..runtime.turn import Principal
 from ..store.connections import ActivityRecord, ConnectionRecord
@@ -235,8 +241,11 @@ def _nested(data: Mapping[str, Any], fields: dict[str, str], *, nullable: bool) 
 # --- views ----------------------------------------------------------------------------------
 
 
-def connection_json(hub: ConnectionHub, record: ConnectionRecord, *, admin: bool) -> dict[str, Any]:
-    """A saved connection as a response shows it (never a secret's value)."""
+def connection_json(
+    hub: ConnectionHub, record: ConnectionRecord, *, admin: bool, viewer: str | None = None
+) -> dict[str, Any]:
+    """A saved connection as a response shows it (never a secret's value); the sign-in URL
+    of a server that waits on one only to the admin (`viewer`) who started it."""
     definition = hub.catalog.get(record.app)
     settings = dict(record.settings)
     if not admin:
@@ -249,6 +258,12 @@ def connection_json(hub: ConnectionHub, record: ConnectionRecord, *, admin: bool
     }
     if record.status.get("message"):
         status["message"] = record.status["message"]
+    if record.status.get("signIn"):
+        status["signIn"] = record.status["signIn"]
+    if viewer is not None and admin:
+        sign_in = hub.pending_sign_in(record.id, viewer)
+        if sign_in is not None:
+            status["authorize"] = sign_in.authorize_url
     out: dict[str, Any] = {
         "id": record.id,
         "app": record.app,
@@ -348,6 +363,15 @@ def _activity_json(record: ActivityRecord) -> dict[str, Any]:
 # --- routes ---------------------------------------------------------------------------------
 
 
+def _signer(request: Request, principal: Principal) -> Signer:
+    """The admin making the change, and the callback URL their browser comes back to."""
+    return Signer(user_id=principal.user_id, redirect_uri=str(request.url_for("finishSignIn")))
+
+
+def _shown(hub: ConnectionHub, record: ConnectionRecord, principal: Principal) -> dict[str, Any]:
+    return connection_json(hub, record, admin=principal.is_admin, viewer=principal.user_id)
+
+
 async def list_catalog(request: Request, principal: Caller) -> JSONResponse:
     hub = hub_of(request)
     return ok(request, [definition.to_json() for definition in hub.catalog])
@@ -357,7 +381,7 @@ async def list_connections(request: Request, principal: Caller) -> JSONResponse:
     hub = hub_of(request)
     agents = sorted(runtime_of(request).agents)
     data = [
-        connection_json(hub, record, admin=principal.is_admin)
+        connection_json(hub, record, admin=principal.is_admin, viewer=principal.user_id)
         for record in hub.visible_to(principal, agents)
     ]
     for connection_id, (tool_set, used_by) in hub.config_connections().items():
@@ -369,8 +393,8 @@ async def create_connection(request: Request, principal: Caller) -> JSONResponse
     _admin(principal, "add connections")
     data = await _body(request, _CREATE)
     hub = hub_of(request)
-    record = await hub.create(principal, data)
-    return ok(request, connection_json(hub, record, admin=True), status_code=201)
+    record = await hub.create(principal, data, signer=_signer(request, principal))
+    return ok(request, _shown(hub, record, principal), status_code=201)
 
 
 async def _readable(request: Request, principal: Principal, connection_id: str) -> Any:
@@ -393,7 +417,7 @@ async def get_connection(
     record, config = await _readable(request, principal, connection_id)
     if config is not None:
         return ok(request, config_connection_json(connection_id, config[0], config[1]))
-    return ok(request, connection_json(hub_of(request), record, admin=principal.is_admin))
+    return ok(request, _shown(hub_of(request), record, principal))
 
 
 async def update_connection(
@@ -402,8 +426,8 @@ async def update_connection(
     _admin(principal, "change connections")
     data = await _body(request, _UPDATE)
     hub = hub_of(request)
-    record = await hub.update(principal, connection_id, data)
-    return ok(request, connection_json(hub, record, admin=True))
+    record = await hub.update(principal, connection_id, data, signer=_signer(request, principal))
+    return ok(request, _shown(hub, record, principal))
 
 
 async def delete_connection(
@@ -419,8 +443,67 @@ async def refresh_connection(
 ) -> JSONResponse:
     _admin(principal, "refresh connections")
     hub = hub_of(request)
-    record = await hub.refresh(principal, connection_id)
-    return ok(request, connection_json(hub, record, admin=True))
+    record = await hub.refresh(principal, connection_id, signer=_signer(request, principal))
+    return ok(request, _shown(hub, record, principal))
+
+
+async def authorize_connection(
+    request: Request, principal: Caller, connection_id: ConnectionId
+) -> JSONResponse:
+    _admin(principal, "sign in to connections")
+    hub = hub_of(request)
+    record = await hub.authorize(principal, connection_id, signer=_signer(request, principal))
+    return ok(request, _shown(hub, record, principal))
+
+
+async def finish_sign_in(
+    request: Request,
+    state: Annotated[str | None, Query(max_length=512)] = None,
+    code: Annotated[str | None, Query(max_length=4096)] = None,
+    error: Annotated[str | None, Query(max_length=200)] = None,
+    error_description: Annotated[str | None, Query(max_length=1000)] = None,
+    iss: Annotated[str | None, Query(max_length=2048)] = None,
+) -> Response:
+    """The browser comes back from the authorization server. No token: the ``state`` names
+    the sign-in (only the admin who started it was given it), and is good once."""
+    hub = hub_of(request)
+    record = await hub.finish_sign_in(
+        state, code=code, error=error, error_description=error_description, iss=iss
+    )
+    status = record.status
+    connected = status.get("state") == "connected"
+    if "text/html" in request.headers.get("accept", ""):
+        return _sign_in_page(record.name, connected, status.get("message"))
+    data = {
+        "id": record.id,
+        "name": record.name,
+        "status": {k: v for k, v in status.items() if k in _STATUS["properties"]},
+    }
+    return ok(request, data)
+
+
+def _sign_in_page(name: str, connected: bool, message: str | None) -> HTMLResponse:
+    """What the admin's browser tab shows when the sign-in comes back."""
+    title = f"Signed in to {name}" if connected else f"Signing in to {name} did not work"
+    text = (
+        "handrail can use this connection now. You can close this tab."
+        if connected
+        else (message or "The connection is not connected.")
+        + " Close this tab and try again from the Connections page."
+    )
+    body = (
+        "<!doctype html><html lang=en><meta charset=utf-8>"
+        f"<title>{html.escape(title)}</title>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></html>"
+    )
+    return HTMLResponse(
+        body,
+        headers={
+            "Cache-Control": "no-store",
+            "Content-Security-Policy": "default-src 'none'",
+            "Referrer-Policy": "no-referrer",
+        },
+    )
 
 
 async def list_connection_tools(
@@ -457,6 +540,17 @@ _STATUS: Final[JsonSchema] = {
     "properties": {
         "state": {"type": "string", "enum": ["connected", "starting", "error"]},
         "message": {"type": "string", "description": "Why it is in error, and the way forward."},
+        "signIn": {
+            "type": "string",
+            "enum": ["waiting", "needed"],
+            "description": "The server requires signing in (OAuth): an admin is signing in "
+            "(waiting), or one must (needed: POST /connections/{id}/authorize).",
+        },
+        "authorize": {
+            "type": "string",
+            "description": "The URL to open in a browser to sign in; only in answers to the "
+            "admin who started the sign-in.",
+        },
         "toolCount": {"type": "integer"},
         "listedAt": {"oneOf": [_ISO, {"type": "null"}]},
     },
@@ -665,6 +759,45 @@ def add_connection_routes(router: APIRouter, prefix: str) -> None:
             **json_ok(CONNECTION_SCHEMA, "The connection, listed again."),
             **problems(403, 404, 409, notes=_NOTES),
         },
+    )
+    route(
+        "/connections/{id}/authorize",
+        authorize_connection,
+        "POST",
+        "authorizeConnection",
+        "Sign in to a saved HTTP connection's server (admin): OAuth, in the admin's browser",
+        responses={
+            **json_ok(
+                CONNECTION_SCHEMA,
+                "The connection: status.authorize is the URL to open while it waits.",
+            ),
+            **problems(400, 403, 404, 409, notes=_NOTES),
+        },
+    )
+    route(
+        "/oauth/callback",
+        finish_sign_in,
+        "GET",
+        "finishSignIn",
+        "Where the browser comes back from an authorization server (no token: checked by state)",
+        responses={
+            **json_ok(
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string"},
+                        "status": _STATUS,
+                    },
+                    "required": ["id", "name", "status"],
+                },
+                "How the sign-in went (an HTML page for a browser).",
+            ),
+            **problems(
+                400, notes={400: "The state names no sign-in under way (wrong, used or expired)."}
+            ),
+        },
+        openapi_extra={"security": []},
     )
     route(
         "/connections/{id}/tools",

@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..connections import SecretKeyMissing
+from ..connections.oauth import SignInUnknown
 from ..errors import (
     AnswerIdMissing,
     AnswerNotObject,
@@ -111,6 +112,7 @@ PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
     UnknownApp: Problem(400, "Unknown app", "UNKNOWN_APP"),
     SecretKeyMissing: Problem(400, "No secret key", "SECRET_KEY_MISSING"),
     InvalidConnection: Problem(400, "Validation failed"),
+    SignInUnknown: Problem(400, "No sign-in under way", "OAUTH_STATE_INVALID"),
     InvalidAnswer: Problem(400, "Invalid askResponse"),
     InvalidRequest: Problem(400, "Validation failed"),
     HistoryNotFound: Problem(404, "History not found"),

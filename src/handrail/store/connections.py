@@ -196,6 +196,12 @@ class ConnectionRepo:
         statement = update(connections).where(C.id == connection_id).values(values)
         return await self._db.write(row_count, statement) > 0
 
+    async def set_secrets(self, connection_id: str, secrets: str | None) -> bool:
+        """Write the sealed secrets a connection's sign-in renewed (its OAuth tokens); the
+        version stays, so no process restarts its link for it."""
+        statement = update(connections).where(C.id == connection_id).values(secrets=secrets)
+        return await self._db.write(row_count, statement) > 0
+
     async def delete(self, connection_id: str) -> bool:
         statement = delete(connections).where(C.id == connection_id)
         return await self._db.write(row_count, statement) > 0

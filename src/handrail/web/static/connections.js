@@ -15,6 +15,7 @@ export function connectionsPage(main, ctx) {
   const catalogBox = h("div", {});
   const status = h("p", { class: "sr-only", role: "status" });
   let alive = true;
+  let waiting = 0;
 
   function say(text) {
     status.textContent = text;
@@ -94,7 +95,15 @@ export function connectionsPage(main, ctx) {
         connection.status.listedAt ? ` · listed ${ago(connection.status.listedAt)}` : "",
         ` · ${connection.trusted ? "trusted" : "not trusted: its tools are consequential unless an admin says otherwise"}`,
       ),
-      connection.status.message ? h("p", { class: "connection-message", role: "note" }, connection.status.message) : null,
+      connection.status.message ? h("p", { class: state === "error" ? "connection-message" : "helper", role: "note" }, connection.status.message) : null,
+      connection.status.authorize
+        ? h(
+            "p",
+            { class: "connection-sign-in" },
+            h("a", { class: "btn btn-primary btn-small", href: connection.status.authorize, target: "_blank", rel: "noopener noreferrer" }, `Sign in to ${connection.name}`),
+            h("span", { class: "helper" }, " Opens in a new tab; this page updates when you are back."),
+          )
+        : null,
       connection.secretsSet && connection.secretsSet.length ? h("p", { class: "helper" }, `Secrets set: ${connection.secretsSet.join(", ")}`) : null,
       h("p", { class: "helper" }, "Your level: ", h("strong", {}, level || "not set (its next use asks)")),
       admin && !connection.readOnly
@@ -102,6 +111,9 @@ export function connectionsPage(main, ctx) {
             "div",
             { class: "button-row" },
             h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => act(`Refreshed ${connection.name}.`, () => api("POST", `/connections/${connection.id}/refresh`)) }, "Refresh"),
+            connection.status.signIn === "needed" || (connection.status.signIn === "waiting" && !connection.status.authorize)
+              ? h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => act(`Started signing in to ${connection.name}.`, () => api("POST", `/connections/${connection.id}/authorize`)) }, "Sign in")
+              : null,
             h(
               "button",
               { class: "btn btn-secondary btn-small", type: "button", onclick: () => act(`Saved ${connection.name}.`, () => api("PATCH", `/connections/${connection.id}`, { trusted: !connection.trusted })) },
@@ -137,6 +149,9 @@ export function connectionsPage(main, ctx) {
         return;
       }
       replace(listBox, h("ul", { class: "connection-list" }, connections.map((c, i) => card(c, tools[i], levels))));
+      // A sign-in under way finishes in another tab: look again until it has.
+      clearTimeout(waiting);
+      if (connections.some((c) => c.status.signIn === "waiting")) waiting = setTimeout(() => alive && load(), 2000);
     } catch (error) {
       replace(listBox, h("p", { role: "alert" }, unavailable(error)));
     }
@@ -253,6 +268,7 @@ export function connectionsPage(main, ctx) {
   loadCatalog();
   return () => {
     alive = false;
+    clearTimeout(waiting);
   };
 }
 
