@@ -4,9 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo venv lint typecheck pytest schemas bench clean
+.PHONY: test demo venv test-venv lint typecheck pytest schemas bench clean
 
-test: venv lint typecheck pytest
+test: test-venv lint typecheck pytest
 
 # The README's first command: the demo (the web UI and the demo agent on SQLite in
 # ./handrail-demo, the scripted model unless HANDRAIL_MODEL names another, users alice, bob and
@@ -19,7 +19,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The demo needs only the package; the checks add the test extras (browsers' drivers, fuzzers).
 venv: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+
+test-venv: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 
 lint:

@@ -12,6 +12,7 @@ A failure names every key or code that differs, so the fix is to edit the table 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,23 @@ def test_makefile_has_the_readme_targets() -> None:
     targets = re.findall(r"^([A-Za-z0-9_-]+):", MAKEFILE.read_text(encoding="utf-8"), re.MULTILINE)
     missing = [c for c in SETUP_COMMANDS if c.removeprefix("make ") not in targets]
     assert not missing, f"The Makefile has no target for: {missing}"
+
+
+def _installs(target: str) -> list[str]:
+    """The ``pip install`` lines ``make -n <target>`` would run (nothing runs)."""
+    done = subprocess.run(
+        ["make", "-n", "-B", target, "VENV=/nonexistent-venv"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [
+        line for line in done.stdout.splitlines() if "pip install" in line and "-e" in line.split()
+    ]
+
+
+def test_make_demo_installs_only_the_package_and_make_test_the_test_extras() -> None:
+    # `make demo` starts the demo: the package alone, never the test extras.
+    assert _installs("demo") == ["/nonexistent-venv/bin/python -m pip install --quiet -e ."]
+    assert _installs("test") == ["/nonexistent-venv/bin/python -m pip install --quiet -e '.[test]'"]
