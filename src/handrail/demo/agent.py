@@ -1,8 +1,9 @@
 """The demo agent: the notes tools of ``tool-safety-classes.md``, the plan picker of the spec's
 wire example, clarify, and the scripted model's playbook of plain-language prompts.
 
-The notes live in the process's memory: every `demo_agent` starts with the same three notes, so
-restarting the demo brings them back and nothing an agent does here is lost for anyone else.
+The notes live in the process's memory, one list per user (the tools read the calling user with
+`calling_user_id`): every user starts with the same three notes, what one user adds or deletes
+no other user sees, and restarting the demo brings them back.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ..runtime.agent import Agent, AsksOptions
-from ..runtime.tools import ToolError, ToolSet
+from ..runtime.tools import ToolError, ToolSet, calling_user_id
 from .booking_api import booking_action_set
 
 __all__ = [
@@ -201,15 +202,23 @@ def _delete_approval(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def notes_tools() -> ToolSet:
-    """The notes application of ``tool-safety-classes.md`` as a trusted tool set, with its own
-    three notes: one read-only tool, one mutating, one consequential, and a skill."""
-    notes = [{"title": title, "body": body} for title, body in STARTING_NOTES]
+    """The notes application of ``tool-safety-classes.md`` as a trusted tool set: one
+    read-only tool, one mutating, one consequential, and a skill. Each user has their own
+    notes, starting with the three of `STARTING_NOTES`."""
+    by_user: dict[str, list[dict[str, str]]] = {}
+
+    def my_notes() -> list[dict[str, str]]:
+        user = calling_user_id() or ""
+        if user not in by_user:
+            by_user[user] = [{"title": title, "body": body} for title, body in STARTING_NOTES]
+        return by_user[user]
+
     tools = ToolSet(NOTES_CONNECTION, "Notes")
 
     @tools.tool(read_only=True, open_world=False)
     def list_notes() -> list[dict[str, str]]:
         """List every note, with its title and body."""
-        return [dict(note) for note in notes]
+        return [dict(note) for note in my_notes()]
 
     @tools.tool(read_only=False, consequential=False, open_world=False)
     def add_note(title: str, body: str) -> str:
@@ -219,7 +228,7 @@ def notes_tools() -> ToolSet:
             title: A short title
             body: The note itself
         """
-        notes.append({"title": title, "body": body})
+        my_notes().append({"title": title, "body": body})
         return f"Added the note “{title}”."
 
     @tools.tool(consequential=True, destructive=True, open_world=False)
@@ -229,6 +238,7 @@ def notes_tools() -> ToolSet:
         Args:
             title: The note's title
         """
+        notes = my_notes()
         for index, note in enumerate(notes):
             if note["title"] == title:
                 del notes[index]

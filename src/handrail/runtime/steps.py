@@ -35,7 +35,7 @@ from .models import INVALID_ARGUMENTS_KEY
 from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_events
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
-from .tools import Tool, ToolError, ToolSet, invalid_arguments_text
+from .tools import CALLING_USER, Tool, ToolError, ToolSet, invalid_arguments_text
 from .turn import Principal, Turn
 
 log = logging.getLogger("handrail.runtime")
@@ -285,7 +285,7 @@ class StepRunner:
             await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
             return
         try:
-            content, is_error = await _run_tool(tool, call)
+            content, is_error = await _run_tool(tool, call, run.principal.user_id)
         except GateRequired as required:
             await self._gate_required(run, tool, call, required)
             return
@@ -385,8 +385,10 @@ class StepRunner:
         await gate_for(pending).recover(self, run, pending, answer)
 
 
-async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
-    """Run a host tool: its result, or the error the model sees (never a traceback)."""
+async def _run_tool(tool: Tool, call: ToolCall, user_id: str) -> tuple[Any, bool]:
+    """Run a host tool for `user_id` (`calling_user_id` inside it): its result, or the error
+    the model sees (never a traceback)."""
+    token = CALLING_USER.set(user_id)
     try:
         return await tool.run(call.arguments), False
     except GateRequired:
@@ -396,6 +398,8 @@ async def _run_tool(tool: Tool, call: ToolCall) -> tuple[Any, bool]:
     except Exception:
         log.exception("tool %s failed", tool.name)
         return f"The tool {tool.name} failed unexpectedly. Try another way, or tell the user.", True
+    finally:
+        CALLING_USER.reset(token)
 
 
 def _safe_to_run_again(tool: Tool) -> bool:

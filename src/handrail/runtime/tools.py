@@ -12,6 +12,7 @@ its hints (`ToolHints`) from the decorator's options; the hints give its safety 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -37,6 +38,7 @@ from .tool_schemas import (
 )
 
 __all__ = [
+    "CALLING_USER",
     "INSTRUCTIONS_MAX_CHARS",
     "TITLE_MAX_CHARS",
     "TOOL_NAME_PATTERN",
@@ -49,6 +51,7 @@ __all__ = [
     "ToolSet",
     "ToolSignal",
     "as_tool",
+    "calling_user_id",
     "check_arguments",
     "input_schema_from_function",
     "invalid_arguments_text",
@@ -57,6 +60,19 @@ __all__ = [
 ]
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+#: The user whose turn runs the tool now (set around each host tool call).
+CALLING_USER: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
+    "handrail_calling_user", default=None
+)
+
+
+def calling_user_id() -> str | None:
+    """Inside a host tool: the id of the user whose turn called it (None outside a call). A
+    tool that keeps data per person keys it by this."""
+    return CALLING_USER.get()
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The names the model APIs accept (OpenAI and Anthropic alike).
