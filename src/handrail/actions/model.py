@@ -287,6 +287,9 @@ class ActionSet:
     auth: ActionAuth = field(default_factory=ActionAuth)
     tools: Mapping[str, ActionTool] = field(default_factory=dict)
     source: str = "<text>"
+    #: Where its secrets (``auth.secret_env`` and ``{source: secret}`` headers) are read at
+    #: send time: a saved connection's own secrets, by name; None reads the environment.
+    secrets: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     def tool(self, name: str) -> ActionTool:
         """The tool called `name`; `KeyError` naming the tools that exist otherwise."""

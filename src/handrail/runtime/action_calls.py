@@ -117,6 +117,11 @@ class ActionCalls:
     def env(self) -> Mapping[str, str]:
         return os.environ
 
+    def secrets_of(self, action_set: ActionSet) -> Mapping[str, str]:
+        """Where `action_set`'s secrets are read: a saved connection's own, else the
+        environment (a configuration file's action sets)."""
+        return action_set.secrets if action_set.secrets is not None else self.env
+
     async def call(
         self,
         binding: ActionBinding,
@@ -130,7 +135,12 @@ class ActionCalls:
         action_set, tool = binding.action_set, binding.tool
         if not tool.needs_confirmation:
             outcome = await run_read_only(
-                action_set, tool, call.arguments, client=self.client, env=self.env, cache=self.cache
+                action_set,
+                tool,
+                call.arguments,
+                client=self.client,
+                env=self.secrets_of(action_set),
+                cache=self.cache,
             )
             if isinstance(outcome, NeedsSelection):
                 return ActionStep(result=outcome.to_tool_result(), is_error=True)
@@ -140,7 +150,7 @@ class ActionCalls:
             tool,
             call.arguments,
             client=self.client,
-            env=self.env,
+            env=self.secrets_of(action_set),
             cache=self.cache,
             choices=choices,
         )
@@ -192,7 +202,12 @@ class ActionCalls:
             if exc.reason in ("expired", "digest") and exc.state == "pending":
                 await self.store.confirmations.mark_stale(confirmation_id, reason=exc.reason)
             return _stale(_stale_text(exc.reason))
-        result = await send(binding.action_set, prepared, client=self.client, env=self.env)
+        result = await send(
+            binding.action_set,
+            prepared,
+            client=self.client,
+            env=self.secrets_of(binding.action_set),
+        )
         await self.store.confirmations.finish(
             confirmation_id,
             state="succeeded" if result.ok else "failed",

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,10 @@ DEFAULT_CALL_TIMEOUT: Final = 60.0
 #: How often a process reads which connections other processes saved, changed or removed.
 SYNC_EVERY: Final = 2.0
 NAME_MAX: Final = 80
+#: How the action set compiler says a secret is missing (it speaks of the environment).
+_SECRET_MISSING: Final = re.compile(
+    r"the environment variable ([A-Za-z_][A-Za-z0-9_]*) is not set; set it to [^\n(]*"
+)
 CUSTOM: Final = "custom"
 
 
@@ -362,8 +367,9 @@ class ConnectionHub:
 
     async def _start_actions(self, live: _Live) -> None:
         """An HTTP action set: compiled from its file, under the connection's id and name,
-        at the connection's ``baseUrl`` when it sets one. Its secrets are the ones its file
-        names, from the server's environment."""
+        at the connection's ``baseUrl`` when it sets one. The secrets its file names
+        (``auth.secret_env``, ``{source: secret, env: NAME}``) are the connection's own secrets
+        of those names, never the server's environment."""
         record = live.record
         definition = self.catalog.get(record.app)
         file = definition.actions if definition is not None else None
@@ -373,10 +379,20 @@ class ConnectionHub:
             await self._set_status(live, "error", "The connection names no action set file.")
             return
         try:
-            action_set = load_action_set(file)
+            secrets = self.secrets.open(record.secrets)
+        except SecretsUnreadable as exc:
+            await self._set_status(live, "error", _sentence(str(exc)))
+            return
+        secrets.pop(OAUTH_SECRET, None)
+        try:
+            action_set = load_action_set(file, env=secrets)
         except ActionConfigError as exc:
+            problems = _SECRET_MISSING.sub(
+                r"the secret \1 is not set on this connection; set it in the connection's secrets",
+                str(exc),
+            )
             await self._set_status(
-                live, "error", f"The action set {file.name} has problems: {exc}".strip()
+                live, "error", f"The action set {file.name} has problems: {problems}".strip()
             )
             return
         except ConfigError as exc:
@@ -389,6 +405,7 @@ class ConnectionHub:
             name=record.name,
             trusted=record.trusted,
             base_url=base_url.rstrip("/"),
+            secrets=secrets,
         )
         taken = self._static_names()
         tools: list[Tool] = []
