@@ -92,6 +92,7 @@ def test_every_origin_has_one_gate_class() -> None:
         "permission": "PermissionGate",
         "selection": "SelectionGate",
         "confirmation": "ConfirmationGate",
+        "page-tool": "PageToolGate",
     }
     assert gate_for("approval") is builtin.APPROVALS
     with pytest.raises(ConfigError, match="already registered"):

@@ -139,6 +139,9 @@ class Gate(abc.ABC):
     origin: ClassVar[str]
     #: Whether the ask holds a tool call of the model (named by ``heldToolCallId``).
     holds_call: ClassVar[bool] = True
+    #: Whether the runtime cancels the ask (``reason: "expired"``) once its ``expiresAt``
+    #: passes, so the turn goes on without an answer.
+    cancel_at_expiry: ClassVar[bool] = False
 
     def make(
         self, call: ToolCall, *, tool_name: str, kind: str, input: dict[str, Any], **state: Any

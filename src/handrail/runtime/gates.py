@@ -45,6 +45,7 @@ from ..policy import (
 from .agent import Agent
 from .gate import MODEL_ASK, Answer, Gate, register_gate, uncertain_confirmation
 from .messages import ToolCall, ToolResultMessage
+from .page_tools import PageToolSet, page_approval_input, page_permission_input
 from .tools import Tool, ToolSet
 from .wording import values_phrase, what_is_chosen
 
@@ -174,7 +175,12 @@ class ApprovalGate(Gate):
 
     def ask(self, agent: Agent, tool: Tool, call: ToolCall) -> PendingAsk:
         approval_id = f"approval_{new_id()}"
-        confirm = approval_input(agent, tool, call.arguments)
+        page = _page_of(agent, tool)
+        confirm = (
+            page_approval_input(page, tool, call.arguments)
+            if page is not None
+            else approval_input(agent, tool, call.arguments)
+        )
         return PendingAsk(
             tool_call_id=approval_id,
             kind="confirm",
@@ -184,6 +190,7 @@ class ApprovalGate(Gate):
             origin=APPROVAL,
             approval_id=approval_id,
             tool_name=tool.name,
+            connection_id=page.connection_id if page is not None else None,
             held_tool_call_id=call.id,
         )
 
@@ -230,6 +237,15 @@ class ApprovalGate(Gate):
         await runner.run_and_record(run, tool, call)
 
 
+def _page_of(agent: Agent, tool: Tool) -> PageToolSet | None:
+    """The page connection of a page tool, or None for any other tool."""
+    try:
+        connection = agent.connection_of(tool.name)
+    except KeyError:
+        return None
+    return connection if isinstance(connection, PageToolSet) else None
+
+
 def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
     """The confirm input of an approval: the agent's ``approvals[tool](input)``, or the fallback
     wording when there is none, it raises, or it returns an input that is not a valid confirm."""
@@ -265,7 +281,11 @@ class PermissionGate(Gate):
 
     def ask(self, agent: Agent, connection: ToolSet, tool: Tool, call: ToolCall) -> PendingAsk:
         ask_id = f"permission_{new_id()}"
-        choice = permission_input(connection, tool, tool_label(agent, tool))
+        choice = (
+            page_permission_input(connection, tool)
+            if isinstance(connection, PageToolSet)
+            else permission_input(connection, tool, tool_label(agent, tool))
+        )
         return PendingAsk(
             tool_call_id=ask_id,
             kind="choice",

@@ -163,6 +163,11 @@ class Recovery:
         turn = Turn(history.id)
         if lease.state.get("kind") == "answer":
             pending = PendingAsk.from_json(lease.state["pending"])
+            page = runtime.page_tools_of(pending)
+            agent = runtime.with_page_tools(agent, page)
+            setup = build_turn_setup(
+                agent, model, surface if surface in ("full", "compact") else "full"
+            )
             answer = Answer(
                 envelope=dict(lease.state["answer"]), scope=lease.state.get("scope", "once")
             )
@@ -181,6 +186,7 @@ class Recovery:
                 log_prompt=json.dumps(answer.envelope, ensure_ascii=False),
                 metadata={"ask": {"toolCallId": pending.tool_call_id, "phase": "recovered"}},
                 lease_owner=runtime.owner,
+                page_tools=page,
             )
             work = runtime._answer_turn(run, pending, answer, recovering=True)
         else:

@@ -13,6 +13,7 @@ one, and the loser of a race gets `NotPending`. What an answer does is the busin
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime as dt
 import json
 import logging
@@ -53,7 +54,7 @@ from ..store.records import (
     TurnLease,
 )
 from .action_calls import ActionCalls
-from .agent import Agent
+from .agent import Agent, SourcedSets
 from .answer_files import invalid_answer, load_answer_files
 from .cas import compare_and_set
 from .events import (
@@ -73,6 +74,7 @@ from .messages import (
 )
 from .models import model_from_name
 from .models.base import Model, ModelError
+from .page_tools import DEFAULT_PAGE_TOOL_TIMEOUT, PageTools, read_page_tools, stored_page_tools
 from .prompting import TurnSetup, build_turn_setup
 from .recovery import DEFAULT_LEASE_S, Recovery
 from .rows import Row, result_row, rows_to_messages, user_row
@@ -103,6 +105,7 @@ class Runtime:
         models: Mapping[str, Model] | None = None,
         model: Model | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        page_tool_timeout: float = DEFAULT_PAGE_TOOL_TIMEOUT,
     ) -> None:
         agent_list = [agents] if isinstance(agents, Agent) else list(agents)
         if not agent_list:
@@ -126,6 +129,13 @@ class Runtime:
         self.lease_s = float(lease_s)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
         self.recovery = Recovery(self)
+        if not page_tool_timeout > 0:
+            raise ConfigError(
+                f"page_tool_timeout must be a positive number of seconds, not {page_tool_timeout!r}"
+            )
+        #: Seconds a page has to run a page tool call before it is cancelled.
+        self.page_tool_timeout = float(page_tool_timeout)
+        self._expiries: dict[str, asyncio.Task[None]] = {}
 
     # ----------------------------------------------------------------------------- lookups
 
@@ -140,6 +150,22 @@ class Runtime:
 
     def agent_for(self, history: History) -> Agent:
         return self.agents.get(history.agent, self.default_agent)
+
+    def with_page_tools(self, agent: Agent, page_tools: PageTools | None) -> Agent:
+        """`agent` for one turn: with the page's tools as the connection ``page:<origin>``
+        (a copy; the agent itself is not changed), or `agent` itself without page tools."""
+        if page_tools is None or not page_tools.tools:
+            return agent
+        tool_set = page_tools.tool_set()
+        turn_agent = copy.copy(agent)
+        turn_agent.add_tool_source(lambda _agent: SourcedSets(tool_sets=(tool_set,)))
+        return turn_agent
+
+    def page_tools_of(self, pending: PendingAsk | None) -> PageTools | None:
+        """The page tools kept with a paused turn's ask."""
+        if pending is None:
+            return None
+        return stored_page_tools(pending.extra.get("pageTools"), timeout=self.page_tool_timeout)
 
     def agent_named(self, name: str | None) -> Agent:
         if name is None:
@@ -172,9 +198,13 @@ class Runtime:
         history_id: str | None = None,
         surface: str = "full",
         agent: str | None = None,
+        page_tools: Any = None,
     ) -> Turn:
         """Start a turn with a new message. A pending ask is cancelled first
-        (``user_sent_message``); a prompt is never rejected because of an ask."""
+        (``user_sent_message``); a prompt is never rejected because of an ask.
+
+        `page_tools` is a page's ``pageTools`` payload (`read_page_tools`): its tools are
+        offered in this turn as the connection ``page:<origin>``."""
         checked_surface = _surface(surface)
         if not isinstance(prompt, str) or not prompt.strip():
             raise PromptRequired("Send a non-empty prompt.")
@@ -192,12 +222,18 @@ class Runtime:
                 state = await self.recovery.settle(state)
                 history = _owned(principal, history_id, state.history if state else None)
         the_agent = self.agent_for(history)
+        page: PageTools | None = None
+        if page_tools is not None:
+            page = read_page_tools(page_tools, agent=the_agent, timeout=self.page_tool_timeout)
+            the_agent = self.with_page_tools(the_agent, page)
         model = self.model_for(the_agent)
         setup = build_turn_setup(the_agent, model, checked_surface)
         turn = Turn(history.id)
         self._spawn(
             turn,
-            self._prompt_turn(turn, history, principal, the_agent, model, setup, prompt, state),
+            self._prompt_turn(
+                turn, history, principal, the_agent, model, setup, prompt, state, page
+            ),
         )
         return turn
 
@@ -223,7 +259,8 @@ class Runtime:
         if pending is None or pending.tool_call_id != tool_call_id:
             raise NotPending(_not_pending_detail(pending))
         envelope = {k: v for k, v in ask_response.items() if k != "toolCallId"}
-        agent = self.agent_for(history)
+        page = self.page_tools_of(pending)
+        agent = self.with_page_tools(self.agent_for(history), page)
         cap = agent.asks.max_file_size_bytes if agent.asks else DEFAULT_MAX_FILE_SIZE
         gate = gate_for(pending)
         errors = gate.answer_errors(pending, envelope, max_file_size_bytes=cap)
@@ -282,6 +319,7 @@ class Runtime:
                 "ask": {**_ask_meta(pending), "action": envelope["action"], "phase": "answered"}
             },
             lease_owner=self.owner,
+            page_tools=page,
         )
         answer = Answer(envelope=stored, scope=scope, parts=parts)
         self._spawn(turn, self._answer_turn(run, pending, answer), leased=True)
@@ -339,6 +377,10 @@ class Runtime:
         """Stop taking over turns, wait for the turns still running (they finish and save),
         then close the models this runtime built."""
         await self.recovery.stop()
+        for task in list(self._expiries.values()):
+            task.cancel()
+        await asyncio.gather(*self._expiries.values(), return_exceptions=True)
+        self._expiries.clear()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.actions.aclose()
@@ -346,6 +388,46 @@ class Runtime:
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
+
+    # ----------------------------------------------------------------------------- expiry
+
+    def _expire_later(self, history_id: str, pending: PendingAsk) -> None:
+        """Cancel `pending` (``reason: "expired"``) at its ``expiresAt`` when its gate asks for
+        that (a page tool call no page ran), so the turn goes on without an answer."""
+        if not pending.expires_at or not gate_for(pending).cancel_at_expiry:
+            return
+        when = dt.datetime.fromisoformat(pending.expires_at.replace("Z", "+00:00"))
+        key = f"{history_id}:{pending.tool_call_id}"
+        task = asyncio.create_task(
+            self._expire(history_id, pending.tool_call_id, when), name=f"handrail-expiry-{key}"
+        )
+        self._expiries[key] = task
+        task.add_done_callback(lambda _t: self._expiries.pop(key, None))
+
+    async def _expire(self, history_id: str, tool_call_id: str, when: dt.datetime) -> None:
+        await asyncio.sleep(max(0.0, (when - utc_now()).total_seconds()))
+        await self.expire_ask(history_id, tool_call_id)
+
+    async def expire_ask(self, history_id: str, tool_call_id: str) -> Turn | None:
+        """Cancel the history's pending ask `tool_call_id` as expired, when it still waits on
+        it and its gate cancels at expiry; the turn that goes on (None when nothing was
+        done)."""
+        history = await self.store.histories.get(history_id)
+        pending = history.pending_ask if history is not None else None
+        if history is None or pending is None or pending.tool_call_id != tool_call_id:
+            return None
+        if not gate_for(pending).cancel_at_expiry:
+            return None
+        try:
+            turn = await self.start_answer(
+                Principal(user_id=history.owner_id),
+                history_id,
+                {"toolCallId": tool_call_id, "action": "cancel", "reason": "expired"},
+            )
+        except (NotPending, HistoryNotFound):
+            return None
+        await turn.wait()
+        return turn
 
     # ----------------------------------------------------------------------------- internals
 
@@ -388,7 +470,10 @@ class Runtime:
         setup: TurnSetup,
         prompt: str,
         state: TurnState | None,
+        page: PageTools | None = None,
     ) -> None:
+        if page is not None:
+            await turn.emit(page.event())
         # A conversation made for this prompt (no `state`) has no rows, ask or confirmations.
         prior: list[StoredRow] = []
         stored_message = False
@@ -419,6 +504,7 @@ class Runtime:
             rows=[] if stored_message else [user_row(prompt)],
             log_prompt=prompt,
             lease_owner=self.owner if stored_message else None,
+            page_tools=page,
         )
         await self._run_steps(run)
 
@@ -589,6 +675,9 @@ class Runtime:
                         prompt_index=prompt_index,
                         response_messages=messages_to_json(run.messages[run.turn_start :]),
                     )
+                    if run.page_tools is not None and run.page_tools.tools:
+                        extra = {**pending.extra, "pageTools": run.page_tools.to_json()}
+                        pending = pending.replace(extra=extra)
                 else:
                     rows = _cancel_paused(rows, run.pause)
             title = current.title or _title_for(run)
@@ -626,6 +715,7 @@ class Runtime:
         run.metadata = metadata
         if pending is not None:
             run.turn.pending_summary = pending.public("turn")
+            self._expire_later(history_id, pending)
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
             done_event(

@@ -33,6 +33,7 @@ from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
 from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_events
+from .page_tools import PageTools
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
 from .tools import CALLING_USER, Tool, ToolError, ToolSet, invalid_arguments_text
@@ -71,6 +72,8 @@ class TurnRun:
     #: When a run takes over a turn whose process stopped: the held tool call that may or
     #: may not have run already (it is reported uncertain, not run again, unless it is safe).
     recovering: str | None = None
+    #: The page tools this turn offers (the connection ``page:<origin>``), kept with its ask.
+    page_tools: PageTools | None = None
 
 
 class StepRunner:

@@ -75,7 +75,10 @@ def create_app(
             the_runtime = runtime
             if the_runtime is None:
                 the_runtime = Runtime(
-                    store=the_store, agents=config.resolved_agents(), lease_s=config.turn_lease
+                    store=the_store,
+                    agents=config.resolved_agents(),
+                    lease_s=config.turn_lease,
+                    page_tool_timeout=config.page_tool_timeout,
                 )
                 for agent in the_runtime.agents.values():
                     the_runtime.model_for(agent)  # a bad model name fails the start-up

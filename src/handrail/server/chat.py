@@ -159,6 +159,20 @@ async def _checked_body(request: Request, principal: Principal) -> dict[str, Any
     return data
 
 
+def _check_page_origin(request: Request, page_tools: Any) -> None:
+    """A browser names the page it runs in (``Origin``): page tools must be that page's."""
+    origin = request.headers.get("origin")
+    claimed = page_tools.get("origin") if isinstance(page_tools, dict) else None
+    if origin and isinstance(claimed, str) and claimed.lower() != origin.lower():
+        raise BadRequest(
+            "Validation failed",
+            f"pageTools.origin is {claimed!r} but the page runs at {origin!r}. Send the tools "
+            "of the page that sends them, with its own origin (location.origin).",
+            code="body-validation-failed",
+            fields={"pageTools.origin": "must be the origin of the page that sends the request"},
+        )
+
+
 async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
     data = await _checked_body(request, principal)
     runtime = runtime_of(request)
@@ -169,12 +183,16 @@ async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
             principal, data["historyId"], data["askResponse"], surface=surface
         )
     else:
+        page_tools = data.get("pageTools")
+        if page_tools is not None:
+            _check_page_origin(request, page_tools)
         turn = await runtime.start_prompt(
             principal,
             data["prompt"],
             history_id=data.get("historyId"),
             surface=surface,
             agent=data.get("agent"),
+            page_tools=page_tools,
         )
     return EventStreamResponse(_events(turn))
 

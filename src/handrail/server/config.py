@@ -15,6 +15,13 @@
     tool_timeout: 60                         # HANDRAIL_TOOL_TIMEOUT (seconds)
     catalog_dirs: [apps]                     # more app definitions (<slug>.yaml)
     turn_lease: 10                           # HANDRAIL_TURN_LEASE (seconds)
+    page_tool_timeout: 120                   # HANDRAIL_PAGE_TOOL_TIMEOUT (seconds)
+    allowed_origins: [https://app.example.com]   # HANDRAIL_ALLOWED_ORIGINS (comma-separated)
+    jwt:                                     # bearer JWTs of the host app's identity provider
+      issuer: https://id.example.com/        # HANDRAIL_JWT_ISSUER
+      audience: handrail                     # HANDRAIL_JWT_AUDIENCE
+      keys: jwks.json                        # HANDRAIL_JWT_KEYS: a JWKS or PEM public key file
+      user_claim: sub                        # HANDRAIL_JWT_USER_CLAIM
     users:
       - {id: alice, token_env: ALICE_TOKEN, admin: true}
     agents:
@@ -47,6 +54,7 @@ from ..asks.limits import DEFAULT_MAX_FILE_SIZE, FILES_MAX
 from ..errors import ConfigError
 from ..runtime.agent import Agent, AsksOptions
 from ..runtime.models import DEFAULT_MODEL, model_from_name
+from ..runtime.page_tools import DEFAULT_PAGE_TOOL_TIMEOUT
 from ..runtime.recovery import DEFAULT_LEASE_S
 from ..store.db import driver_url
 from .reach_config import (
@@ -71,6 +79,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_TOOL_TIMEOUT",
     "ENV_VARS",
+    "JwtConfig",
     "ServerConfig",
     "UserConfig",
     "default_config",
@@ -109,10 +118,22 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "max_connections": "HANDRAIL_MAX_CONNECTIONS",
     "tool_timeout": "HANDRAIL_TOOL_TIMEOUT",
     "turn_lease": "HANDRAIL_TURN_LEASE",
+    "page_tool_timeout": "HANDRAIL_PAGE_TOOL_TIMEOUT",
+    "allowed_origins": "HANDRAIL_ALLOWED_ORIGINS",
+    "jwt.issuer": "HANDRAIL_JWT_ISSUER",
+    "jwt.audience": "HANDRAIL_JWT_AUDIENCE",
+    "jwt.keys": "HANDRAIL_JWT_KEYS",
+    "jwt.user_claim": "HANDRAIL_JWT_USER_CLAIM",
 }
 #: The settings that are a positive whole number, and those that are seconds.
 _INT_SETTINGS: Final = ("max_json_bytes", "max_header_bytes", "max_connections")
-_SECONDS_SETTINGS: Final = ("header_timeout", "body_timeout", "tool_timeout", "turn_lease")
+_SECONDS_SETTINGS: Final = (
+    "header_timeout",
+    "body_timeout",
+    "tool_timeout",
+    "turn_lease",
+    "page_tool_timeout",
+)
 
 _TOP_KEYS: Final = (
     "database_url",
@@ -129,6 +150,9 @@ _TOP_KEYS: Final = (
     "max_connections",
     "turn_lease",
     "tool_timeout",
+    "page_tool_timeout",
+    "allowed_origins",
+    "jwt",
     "catalog_dirs",
     "users",
     "agents",
@@ -154,6 +178,23 @@ class UserConfig:
     admin: bool = False
     #: Where the emails of the user's new asks and reminders go (when email is on).
     email: str | None = None
+
+
+_JWT_KEYS: Final = ("issuer", "audience", "keys", "user_claim", "algorithms")
+_ORIGIN: Final = re.compile(r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JwtConfig:
+    """Bearer JWTs from a host app's identity provider: who issues them (``iss``), for whom
+    (``aud``), the file of the keys that sign them (a JWKS JSON file or a PEM public key), the
+    claim that holds the user id, and the algorithms taken (asymmetric only)."""
+
+    issuer: str
+    audience: str
+    keys: Path
+    user_claim: str = "sub"
+    algorithms: tuple[str, ...] = ("RS256", "ES256", "EdDSA")
 
 
 @dataclass(kw_only=True)
@@ -204,9 +245,16 @@ class ServerConfig:
     email: EmailConfig | None = None
     #: The key that signs email links (``HANDRAIL_LINK_KEY``).
     link_key: bytes | None = field(default=None, repr=False)
+    #: Seconds a page has to run a page tool call before it is cancelled.
+    page_tool_timeout: float = DEFAULT_PAGE_TOOL_TIMEOUT
+    #: Origins of the pages that may call the API from a browser (CORS, no credentials).
+    allowed_origins: Sequence[str] = ()
+    #: Bearer JWTs of a host app's identity provider, when set.
+    jwt: JwtConfig | None = None
 
     def __post_init__(self) -> None:
         self.users = tuple(self.users)
+        self.allowed_origins = _origins(self.allowed_origins, "allowed_origins")
         self.catalog_dirs = tuple(Path(d) for d in self.catalog_dirs)
         self.agents = tuple(self.agents)
         self.api_prefix = _checked_prefix(self.api_prefix, "api_prefix")
@@ -353,6 +401,8 @@ class ServerConfig:
             if key in data:
                 values[key] = _seconds(data[key], key)
         for key, var in ENV_VARS.items():
+            if key == "allowed_origins" or key.startswith("jwt."):
+                continue  # read below
             raw = environ.get(var)
             if raw is None or not raw.strip():
                 continue
@@ -369,6 +419,14 @@ class ServerConfig:
                 values[key] = _seconds(raw, var)
             else:
                 values[key] = raw
+        if "allowed_origins" in data:
+            values["allowed_origins"] = _origins(data["allowed_origins"], "allowed_origins")
+        raw_origins = environ.get(ENV_VARS["allowed_origins"], "").strip()
+        if raw_origins:
+            values["allowed_origins"] = _origins(
+                [o for o in raw_origins.split(",") if o.strip()], ENV_VARS["allowed_origins"]
+            )
+        values["jwt"] = _jwt(data.get("jwt"), environ, base_dir)
         values["users"] = _users(data.get("users"), environ)
         values["agents"] = _agents(data.get("agents"), base_dir=base_dir, env=environ)
         values["public_url"] = public_url(data.get("public_url"), environ)
@@ -429,6 +487,62 @@ def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> Se
 
 
 # --- checks ------------------------------------------------------------------------------------
+
+
+def _origins(value: Any, path: str) -> tuple[str, ...]:
+    """Origins (``https://app.example.com``, scheme, host and optional port), lowercased."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError(f"{path}: must be a list of origins, such as [https://app.example.com]")
+    out: list[str] = []
+    for index, item in enumerate(value):
+        origin = item.strip().rstrip("/").lower() if isinstance(item, str) else item
+        if not isinstance(origin, str) or not _ORIGIN.match(origin):
+            raise ConfigError(
+                f"{path}[{index}]: {item!r} is not an origin; write the scheme, host and port "
+                "only, such as https://app.example.com or http://127.0.0.1:8080"
+            )
+        if origin not in out:
+            out.append(origin)
+    return tuple(out)
+
+
+def _jwt(data: Any, environ: Mapping[str, str], base_dir: Path | None) -> JwtConfig | None:
+    """The ``jwt`` settings (file first, then ``HANDRAIL_JWT_*``), or None when unset."""
+    values: dict[str, Any] = {}
+    if data is not None:
+        if not isinstance(data, Mapping):
+            raise ConfigError("jwt: must be a mapping of issuer, audience, keys and user_claim")
+        _no_unknown_keys(data, _JWT_KEYS, "jwt")
+        for key in ("issuer", "audience", "keys", "user_claim"):
+            if key in data:
+                values[key] = _string(data[key], f"jwt.{key}")
+        if "algorithms" in data:
+            algorithms = data["algorithms"]
+            if isinstance(algorithms, str) or not isinstance(algorithms, Iterable):
+                raise ConfigError("jwt.algorithms: must be a list, such as [RS256]")
+            values["algorithms"] = tuple(_string(a, "jwt.algorithms") for a in algorithms)
+    for key in ("issuer", "audience", "keys", "user_claim"):
+        raw = environ.get(ENV_VARS[f"jwt.{key}"], "").strip()
+        if raw:
+            values[key] = raw
+    if not values:
+        return None
+    for key in ("issuer", "audience", "keys"):
+        if key not in values:
+            raise ConfigError(
+                f"jwt.{key}: required with the other jwt settings ({ENV_VARS['jwt.' + key]})"
+            )
+    for algorithm in values.get("algorithms", ()):
+        if algorithm.upper().startswith("HS") or algorithm.lower() == "none":
+            raise ConfigError(
+                f"jwt.algorithms: {algorithm} is not taken; use an asymmetric algorithm such "
+                "as RS256 or ES256, whose public key the server can hold"
+            )
+    keys = Path(values["keys"])
+    if not keys.is_absolute() and base_dir is not None:
+        keys = base_dir / keys
+    values["keys"] = keys
+    return JwtConfig(**values)
 
 
 def _where(path: str, key: str) -> str:

@@ -33,6 +33,7 @@ from ..policy import (
     PermissionLevel,
     allowed_without_asking,
 )
+from ..runtime.page_tools import is_page_connection
 from ..runtime.runtime import Runtime
 from ..runtime.tools import Tool, ToolSet
 from ..store.records import PermissionRecord
@@ -228,7 +229,7 @@ async def set_permission(
     known = _connections(runtime_of(request))
     hub = getattr(request.app.state, "connections", None)
     saved = hub.live_record(connection_id) if hub is not None else None
-    if connection_id not in known and saved is None:
+    if connection_id not in known and saved is None and not is_page_connection(connection_id):
         raise not_found(
             CONNECTION_NOT_FOUND,
             f"No agent has a connection with tools named {connection_id!r}; the connections "

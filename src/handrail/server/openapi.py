@@ -284,11 +284,60 @@ def _prompt_request(agents: Sequence[str]) -> JsonSchema:
                 "description": "Not supported yet: send an empty list or leave it out.",
             },
             "agent": _agent_field(agents),
+            "pageTools": ref("PageTools"),
         },
         "additionalProperties": False,
         "oneOf": [{"required": ["prompt"]}, {"required": ["askResponse"]}],
         "dependentRequired": {"askResponse": ["historyId"]},
         "dependentSchemas": {"askResponse": {"not": {"required": ["attachments"]}}},
+    }
+
+
+def _page_tools() -> JsonSchema:
+    hints = {
+        name: {"type": "boolean"}
+        for name in (
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+            "consequentialHint",
+            "untrustedContentHint",
+            "skill",
+        )
+    }
+    tool = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The name the model calls it by."},
+            "description": {"type": "string"},
+            "inputSchema": {"type": "object", "description": "A JSON Schema object."},
+            "annotations": {
+                "type": "object",
+                "properties": hints,
+                "description": "The tool's hints; none at all makes it consequential.",
+            },
+        },
+        "required": ["name", "description"],
+    }
+    return {
+        "title": "PageTools",
+        "type": "object",
+        "description": "The tools a web page registered with WebMCP (navigator.modelContext), "
+        "offered for this turn as the connection page:<origin>. Names the model cannot take are "
+        "refused and named in the turn's pageTools event. With askResponse it is ignored: the "
+        "turn goes on with the tools it started with.",
+        "properties": {
+            "origin": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The page's origin (scheme, host and port); a browser's Origin "
+                "header must match it.",
+            },
+            "tools": {"type": "array", "maxItems": 64, "items": tool},
+        },
+        "required": ["origin", "tools"],
+        "additionalProperties": False,
     }
 
 
@@ -356,6 +405,31 @@ def _event() -> JsonSchema:
             one("ask", ask, "historyId"),
             one("askResolved", resolved),
             one("error", {"type": "string"}),
+            one(
+                "pageTools",
+                {
+                    "type": "object",
+                    "description": "At the start of a turn with page tools: the tools offered "
+                    "and those refused, each with its reason.",
+                    "properties": {
+                        "origin": {"type": "string"},
+                        "connectionId": {"type": "string"},
+                        "offered": {"type": "array", "items": {"type": "string"}},
+                        "refused": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "reason": {"type": "string"},
+                                },
+                                "required": ["name", "reason"],
+                            },
+                        },
+                    },
+                    "required": ["origin", "connectionId", "offered", "refused"],
+                },
+            ),
             done,
         ],
     }
@@ -415,6 +489,7 @@ def component_schemas(agents: Sequence[str] = ()) -> dict[str, JsonSchema]:
         "HistoryUpdate": _history_write(create=False, agents=agents),
         "StoredPendingAsk": _stored_pending_ask(),
         "PromptRequest": _prompt_request(agents),
+        "PageTools": _page_tools(),
         "TurnEvent": _event(),
         "UploadedFile": _uploaded_file(),
         **_ask_components(),

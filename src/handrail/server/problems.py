@@ -60,6 +60,7 @@ from ..runtime.connected import (
     NameTaken,
     UnknownApp,
 )
+from ..runtime.page_tools import InvalidPageTools
 from ..store import (
     ConfirmationConflict,
     ConfirmationNotFound,
@@ -114,6 +115,7 @@ PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
     InvalidConnection: Problem(400, "Validation failed"),
     SignInUnknown: Problem(400, "No sign-in under way", "OAUTH_STATE_INVALID"),
     InvalidAnswer: Problem(400, "Invalid askResponse"),
+    InvalidPageTools: Problem(400, "Invalid pageTools"),
     InvalidRequest: Problem(400, "Validation failed"),
     HistoryNotFound: Problem(404, "History not found"),
     FileNotFound: Problem(404, "File not found"),
