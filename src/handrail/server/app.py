@@ -126,6 +126,7 @@ def create_app(
     app.state.max_json_bytes = config.max_json_bytes
     app.state.max_files_answer_bytes = config.max_files_answer_bytes
     app.state.link_key = config.link_key
+    app.state.api_prefix = config.api_prefix
     install_problem_handlers(app)
     prefix = config.api_prefix
     add_chat_routes(app.router, prefix)

@@ -17,6 +17,7 @@ JSON body as ``requestId``. Errors are ``application/problem+json`` bodies
 
 from __future__ import annotations
 
+import html
 import http
 import logging
 import uuid
@@ -26,7 +27,7 @@ from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -210,8 +211,48 @@ def forbidden(title: str, detail: str, *, code: str | None = None) -> ProblemErr
     return ProblemError(title, detail, status=403, code=code)
 
 
+#: A browser that opens a page that does not exist gets this page, not problem JSON.
+_PAGE_HEADERS: Final = {
+    "Cache-Control": "no-cache",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def _browser_navigation(request: Request) -> bool:
+    """A browser opening a page: GET or HEAD, asking for HTML, outside the API."""
+    if request.method not in ("GET", "HEAD"):
+        return False
+    if "text/html" not in request.headers.get("accept", ""):
+        return False
+    prefix = getattr(request.app.state, "api_prefix", "/api")
+    path = request.url.path
+    return not (prefix and (path == prefix or path.startswith(prefix + "/")))
+
+
+def page_not_found(request: Request) -> HTMLResponse:
+    """The HTML 404 page a person reads, with the way back to the app."""
+    path = html.escape(request.url.path)
+    body = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width,initial-scale=1">'
+        "<title>Page not found · handrail</title><style>"
+        "body{font:16px/1.5 system-ui,sans-serif;max-width:34em;margin:3em auto;padding:0 1em;"
+        "color:#111;background:#fff}a{color:#1d4ed8}"
+        "@media (prefers-color-scheme:dark){body{background:#111;color:#eee}a{color:#93c5fd}}"
+        "</style></head><body><h1>Page not found</h1>"
+        f"<p>There is no page at <code>{path}</code>.</p>"
+        '<p><a href="/">Go to handrail\'s start page</a></p></body></html>'
+    )
+    return HTMLResponse(body, status_code=404, headers=_PAGE_HEADERS)
+
+
 async def _on_problem(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProblemError)
+    if exc.status == 404 and _browser_navigation(request):
+        return page_not_found(request)
     return problem_response(request, exc.to_problem())
 
 
@@ -225,6 +266,8 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code
     title = _reason(status)
     detail = exc.detail if isinstance(exc.detail, str) and exc.detail != title else None
+    if status == 404 and _browser_navigation(request):
+        return page_not_found(request)
     if status == 404 and detail is None:
         detail = f"No route matches {request.method} {request.url.path}."
     headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}

@@ -42,6 +42,9 @@ export function chatPage(main, ctx) {
     flash: null,
     alive: true,
     readOnly: false,
+    // Why the composer is off: "admin" (reading another user's conversation) or "unavailable"
+    // (the conversation is missing, deleted or not the caller's).
+    readOnlyReason: null,
     resolvedByStream: new Set(),
   };
 
@@ -349,6 +352,7 @@ export function chatPage(main, ctx) {
     state.tools.clear();
     state.calls.clear();
     state.readOnly = false;
+    state.readOnlyReason = null;
     transcript.replaceChildren();
     setTitle("");
     if (location.pathname !== "/") history.pushState({ quiet: true }, "", "/");
@@ -364,7 +368,9 @@ export function chatPage(main, ctx) {
   function updateComposer() {
     composer.disabled = state.readOnly;
     send.disabled = state.streaming || state.readOnly;
-    if (state.readOnly) {
+    if (state.readOnly && state.readOnlyReason === "unavailable") {
+      hint.textContent = "This conversation cannot be opened. Start a new conversation to send a message.";
+    } else if (state.readOnly) {
       hint.textContent = "You are reading another user's conversation as an admin: you cannot speak in it.";
     } else if (pendingCard()) {
       hint.textContent = "An ask is open above. Sending a message cancels it.";
@@ -382,6 +388,7 @@ export function chatPage(main, ctx) {
     state.calls.clear();
     transcript.replaceChildren();
     state.readOnly = history.userId !== me;
+    state.readOnlyReason = state.readOnly ? "admin" : null;
     setTitle(history.title);
     const rows = history.rows || [];
     const results = new Map();
@@ -452,6 +459,7 @@ export function chatPage(main, ctx) {
             : error.message;
       transcript.replaceChildren(h("p", { class: "msg msg-error", role: "alert" }, text));
       state.readOnly = true;
+      state.readOnlyReason = "unavailable";
       updateComposer();
     }
   }

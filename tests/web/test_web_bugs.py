@@ -1,0 +1,138 @@
+"""The bugs found by trying the web UI, each with the check that failed before its fix: a long
+word in a markdown preview or the Conversations panel at 390 px no longer widens the page, a
+missing or foreign conversation says so (not "as an admin"), an unknown path is a page (not raw
+JSON), and dark-mode badges and watch buttons reach 4.5:1 (contrast computed from the colours
+the browser renders)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, expect
+from web_pages import App, command
+
+from demo_server import DemoServer
+
+#: The WCAG 2 contrast ratio of the element's text colour on its nearest opaque background.
+CONTRAST_JS = """
+(el) => {
+  const rgb = (value) => (value.match(/[\\d.]+/g) || []).map(Number);
+  const channel = (c) => {
+    c /= 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  const luminance = ([r, g, b]) =>
+    0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  let node = el;
+  let background = null;
+  while (node) {
+    const parts = rgb(getComputedStyle(node).backgroundColor);
+    if (parts.length === 3 || (parts.length === 4 && parts[3] > 0.99)) {
+      background = parts.slice(0, 3);
+      break;
+    }
+    node = node.parentElement;
+  }
+  background = background || [255, 255, 255];
+  const text = rgb(getComputedStyle(el).color).slice(0, 3);
+  const [a, b] = [luminance(text), luminance(background)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}
+"""
+
+
+@pytest.fixture
+def dark_phone(browser: Browser, demo_server: DemoServer) -> Iterator[App]:
+    """A phone-sized tab in dark mode."""
+    context = browser.new_context(
+        viewport={"width": 390, "height": 800}, locale="en-US", color_scheme="dark"
+    )
+    page = context.new_page()
+    try:
+        yield App(page=page, base_url=demo_server.url)
+    finally:
+        context.close()
+
+
+def page_width(app: App) -> int:
+    return int(app.page.evaluate("document.documentElement.scrollWidth"))
+
+
+def test_a_long_word_in_a_markdown_preview_does_not_widen_the_page(app: App) -> None:
+    app.sign_in_as("alice")
+    word = "x" * 3000
+    app.say(command("ask_markdown", {"prompt": "Edit the note.", "initial": f"A {word} word."}))
+    card = app.card(kind="markdown")
+    expect(card.locator.locator(".md-preview")).to_contain_text("xxxx")
+    assert page_width(app) <= 1100
+
+
+def test_the_conversations_panel_at_390px_does_not_widen_the_page(
+    browser: Browser, demo_server: DemoServer
+) -> None:
+    long_title = "Q" * 200
+    demo_server.ask("alice", command("ask_confirm", {"prompt": "Fine?"}))
+    with demo_server.api("alice") as api:
+        made = api.post("/histories", json={}).json()["data"]
+        api.patch(f"/histories/{made['id']}", json={"title": long_title}).raise_for_status()
+    context = browser.new_context(viewport={"width": 390, "height": 800}, locale="en-US")
+    page = context.new_page()
+    try:
+        app = App(page=page, base_url=demo_server.url)
+        app.sign_in_as("alice")
+        sidebar = page.get_by_role("complementary", name="Conversations")
+        summary = sidebar.locator("summary")
+        if summary.count() and summary.first.is_visible():
+            summary.first.click()
+        expect(sidebar.get_by_text(long_title[:50])).to_be_visible()
+        assert page_width(app) <= 390, f"the page is {page_width(app)}px wide at 390px"
+    finally:
+        context.close()
+
+
+def test_a_missing_or_foreign_conversation_says_so_not_as_an_admin(
+    app: App, demo_server: DemoServer
+) -> None:
+    with demo_server.api("alice") as api:
+        theirs = api.post("/histories", json={}).json()["data"]["id"]
+    app.sign_in_as("bob")
+    for history_id in ("0" * 24, theirs):
+        app.goto(f"/c/{history_id}")
+        expect(app.page.get_by_role("alert")).to_be_visible()
+        hint = app.page.locator(".composer .helper")
+        expect(hint).to_contain_text("Start a new conversation")
+        expect(hint).not_to_contain_text("as an admin")
+
+
+def test_an_unknown_path_is_a_page_not_raw_json(app: App) -> None:
+    app.goto("/no/such/page")
+    expect(app.page.get_by_role("heading", name="Page not found")).to_be_visible()
+    assert '"status"' not in app.page.content()
+    app.page.get_by_role("link", name="Go to handrail's start page").click()
+    expect(app.page.get_by_role("button", name="Sign in as alice")).to_be_visible()
+
+
+def test_dark_mode_badges_and_watch_buttons_have_enough_contrast(
+    dark_phone: App, demo_server: DemoServer
+) -> None:
+    demo_server.ask("admin", command("ask_confirm", {"prompt": "Delete it?", "destructive": True}))
+    demo_server.ask("admin", command("ask_confirm", {"prompt": "Keep going?"}))
+    dark_phone.sign_in_as("admin", "/inbox")
+    count = dark_phone.page.locator(".nav .count").first
+    expect(count).to_be_visible()
+    ratio = count.evaluate(CONTRAST_JS)
+    assert ratio >= 4.5, f"the header's count badge is {ratio:.2f}:1 in dark mode"
+    for badge in dark_phone.page.locator(".badge").all():
+        if badge.is_visible():
+            assert badge.evaluate(CONTRAST_JS) >= 4.5, badge.inner_text()
+    dark_phone.goto("/watch")
+    buttons = dark_phone.page.locator(".simple-card .btn")
+    expect(buttons.first).to_be_visible()
+    styles = set()
+    for button in buttons.all():
+        ratio = button.evaluate(CONTRAST_JS)
+        styles.add(button.get_attribute("class"))
+        assert ratio >= 4.5, f"{button.inner_text()!r} is {ratio:.2f}:1"
+    assert any("btn-danger" in (s or "") for s in styles)
+    assert any("btn-primary" in (s or "") for s in styles)
