@@ -39,6 +39,8 @@ ROUTES = {
     ("/api/connections/{id}/refresh", "post"),
     ("/api/connections/{id}/tools", "get"),
     ("/api/activity", "get"),
+    ("/api/connections/{id}/authorize", "post"),
+    ("/api/oauth/callback", "get"),
     ("/api/deliveries", "get"),
     ("/api/deliveries/{id}", "get"),
 }
