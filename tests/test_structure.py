@@ -166,6 +166,7 @@ PINNED: Final[dict[str, list[str]]] = {
         "unregister_gate",
     ],
     "handrail.errors": [
+        "AlreadyApproved",
         "AnswerIdMissing",
         "AnswerNotObject",
         "BadRequest",
@@ -179,6 +180,7 @@ PINNED: Final[dict[str, list[str]]] = {
         "HistoryNotFound",
         "InvalidAnswer",
         "InvalidRequest",
+        "NotApprover",
         "NotFound",
         "NotOwner",
         "NotPending",

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "AlreadyApproved",
     "AnswerIdMissing",
     "AnswerNotObject",
     "BadRequest",
@@ -35,6 +36,7 @@ __all__ = [
     "HistoryNotFound",
     "InvalidAnswer",
     "InvalidRequest",
+    "NotApprover",
     "NotFound",
     "NotOwner",
     "NotPending",
@@ -127,6 +129,11 @@ class NotOwner(Forbidden):
     """The history belongs to another user."""
 
 
+class NotApprover(Forbidden):
+    """The approval of this call is for its named approvers: the caller is not one of them
+    (the owner of the conversation may still deny it)."""
+
+
 class Conflict(DomainError):
     """The state moved on: a compare-and-set lost, or the thing is no longer in a state the
     change starts from. Nothing was written."""
@@ -135,6 +142,10 @@ class Conflict(DomainError):
 class NotPending(Conflict):
     """The answer names an ask the history no longer waits on (answered, cancelled, or never
     asked), or another answer or message resolved it first."""
+
+
+class AlreadyApproved(Conflict):
+    """The caller approved this call already; it waits for the other approvers."""
 
 
 class ConfirmationExpired(Conflict):

@@ -17,7 +17,7 @@ from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
 from handrail.store.tables import metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0007"
+HEAD = "0008"
 
 TABLES = {
     "activity",
@@ -28,6 +28,7 @@ TABLES = {
     "deliveries",
     "delivery_attempts",
     "files",
+    "open_gates",
     "grants",
     "histories",
     "history_rows",

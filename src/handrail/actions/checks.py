@@ -392,4 +392,5 @@ def _build(draft: ToolDraft) -> ActionTool:
         confirmation=confirmation,
         recovery=draft.recovery,
         dependencies=dependencies,
+        rules=draft.rules,
     )

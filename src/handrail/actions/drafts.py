@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
+from ..policy.rules import GateRules
 from .model import (
     DEFAULT_DEPENDENCY_TTL_MS,
     Confirmation,
@@ -276,6 +277,7 @@ class ToolDraft:
     recovery_path: str = ""
     dependencies: dict[str, DependencyDraft] = field(default_factory=dict)
     sites: list[RefSite] = field(default_factory=list)
+    rules: GateRules | None = None
 
 
 def build_dependency(dep: DependencyDraft) -> Dependency:

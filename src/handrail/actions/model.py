@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..policy import SafetyClass
+from ..policy.rules import GateRules
 from .refs import Path, Ref, format_path, template_to_config
 
 Effect = Literal["read-only", "side-effect", "destructive"]
@@ -216,6 +217,8 @@ class ActionTool:
     confirmation: Confirmation = field(default_factory=lambda: Confirmation(required=False))
     recovery: Recovery | None = None
     dependencies: Mapping[str, Dependency] = field(default_factory=dict)
+    #: Who must approve (confirm) its calls and how many, and its gates' clocks.
+    rules: GateRules | None = None
 
     @property
     def label(self) -> str:

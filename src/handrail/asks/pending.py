@@ -64,10 +64,16 @@ PENDING_ASK_FIELDS: Final[tuple[PendingAskField, ...]] = (
     _field("heldToolCallId", "held_tool_call_id", "view", "event"),
     _field("preview", "preview", "view", "event"),
     _field("expiresAt", "expires_at", "view", "event"),
+    # Who must approve it (user ids or ``admins``), how many, and who did so far.
+    _field("approvers", "approvers", "view", "event"),
+    _field("quorum", "quorum", "view", "event"),
+    _field("approvedBy", "approved_by", "view", "event"),
+    _field("remindAt", "remind_at", "view"),
     # Gate state, for the server only.
     _field("confirmationId", "confirmation_id"),
     _field("dependency", "dependency"),
     _field("choices", "choices"),
+    _field("editedArguments", "edited_arguments"),
     # What the paused turn replays, for the model only.
     _field("promptIndex", "prompt_index"),
     _field("responseMessages", "response_messages"),
@@ -102,9 +108,14 @@ class PendingAsk:
     held_tool_call_id: str | None = None
     preview: dict[str, Any] | None = None
     expires_at: str | None = None
+    approvers: list[str] | None = None
+    quorum: int | None = None
+    approved_by: list[dict[str, Any]] | None = None
+    remind_at: str | None = None
     confirmation_id: str | None = None
     dependency: str | None = None
     choices: dict[str, str] | None = None
+    edited_arguments: dict[str, Any] | None = None
     prompt_index: int | None = None
     response_messages: list[dict[str, Any]] | None = None
     #: Stored keys this version does not know, kept as they are.

@@ -11,6 +11,7 @@ from ..asks import ASK_KINDS, AskKind
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import ConfigError
 from ..policy import ToolHints
+from ..policy.rules import GateRules, rules_problems
 from .tools import Tool, ToolError, ToolFunction, ToolOptions, ToolSet, ToolSignal
 
 __all__ = [
@@ -109,9 +110,17 @@ class Agent:
         tool_sets: Iterable[ToolSet] = (),
         action_sets: Iterable[ActionSet] = (),
         clarify: bool = False,
+        expires_after: float | None = None,
+        remind_after: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("an agent needs a name")
+        problems = rules_problems(expires_after=expires_after, remind_after=remind_after)
+        if problems:
+            raise ConfigError(f"agent {name!r}: " + "; ".join(problems))
+        #: The clocks of every gate of the agent (a tool's own `expires_after` and
+        #: `remind_after` win): asks, approvals, confirmations.
+        self.gate_clock = GateRules(expires_after=expires_after, remind_after=remind_after)
         self.name = name
         self.instructions = instructions
         self.model = model
@@ -130,6 +139,19 @@ class Agent:
         self._sources: list[ToolSource] = []
         for action_set in action_sets:
             self.add_action_set(action_set)
+
+    def rules_for(self, tool_name: str | None) -> GateRules:
+        """The gate rules of a tool's calls (a Python or MCP tool's, or the HTTP action's),
+        with the agent's clocks where the tool sets none; the agent's alone for other gates."""
+        own: GateRules | None = None
+        if tool_name:
+            found = self.actions.get(tool_name)
+            if found is not None:
+                own = found[1].rules
+            else:
+                tool = self.tools.get(tool_name)
+                own = tool.rules if tool is not None else None
+        return (own or GateRules()).over(self.gate_clock)
 
     @property
     def actions(self) -> dict[str, tuple[ActionSet, ActionTool]]:

@@ -38,6 +38,7 @@ from .rows import Row, result_row
 from .tools import ToolSignal
 
 if TYPE_CHECKING:
+    from .agent import Agent
     from .steps import StepRunner, TurnRun
 
 __all__ = [
@@ -142,6 +143,9 @@ class Gate(abc.ABC):
     #: Whether the runtime cancels the ask (``reason: "expired"``) once its ``expiresAt``
     #: passes, so the turn goes on without an answer.
     cancel_at_expiry: ClassVar[bool] = False
+    #: Whether it approves the held call: then a tool's approvers and quorum apply to it, and
+    #: an approval may carry edited arguments (``content.arguments``).
+    approvable: ClassVar[bool] = False
 
     def make(
         self, call: ToolCall, *, tool_name: str, kind: str, input: dict[str, Any], **state: Any
@@ -179,6 +183,13 @@ class Gate(abc.ABC):
         return errors + validate_ask_response(
             pending.kind, pending.input, rest, max_file_size_bytes=max_file_size_bytes
         )
+
+    def edit_errors(
+        self, agent: Agent, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> list[AskValidationError]:
+        """Errors of what the answer changes in the held call (its edited arguments), checked
+        against the agent's tool. Default: a gate takes no edits."""
+        return []
 
     async def before_answer(
         self, runner: StepRunner, pending: PendingAsk, envelope: dict[str, Any]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from .._util import iso, new_id, utc_now
@@ -43,6 +44,7 @@ from ..policy import (
     PermissionLevel,
 )
 from .agent import Agent
+from .approvals import edit_errors, edit_note, edited_arguments
 from .gate import MODEL_ASK, Answer, Gate, register_gate, uncertain_confirmation
 from .messages import ToolCall, ToolResultMessage
 from .page_tools import PageToolSet, page_approval_input, page_permission_input
@@ -194,22 +196,38 @@ class ApprovalGate(Gate):
             held_tool_call_id=call.id,
         )
 
+    approvable = True
+
     def split_answer(
         self, pending: PendingAsk, envelope: dict[str, Any]
     ) -> tuple[dict[str, Any], GrantScope, list[AskValidationError]]:
         """An approval's answer may carry ``content.scope`` (``once``, the default,
-        ``conversation`` or ``always``)."""
+        ``conversation`` or ``always``) and ``content.arguments`` (the call's arguments as
+        the person edited them, checked by `edit_errors`)."""
         content = envelope.get("content")
-        if not isinstance(content, dict) or "scope" not in content:
+        if not isinstance(content, dict) or not ({"scope", "arguments"} & set(content)):
             return envelope, "once", []
+        rest = {
+            **envelope,
+            "content": {k: v for k, v in content.items() if k not in ("scope", "arguments")},
+        }
+        if "scope" not in content:
+            return rest, "once", []
         scope = content["scope"]
-        rest = {**envelope, "content": {k: v for k, v in content.items() if k != "scope"}}
         errors: list[AskValidationError] = []
         for allowed in GRANT_SCOPES:
             if scope == allowed:
                 return rest, allowed, errors
         invalid_enum(errors, "content.scope", scope, GRANT_SCOPES)
         return rest, "once", errors
+
+    def edit_errors(
+        self, agent: Agent, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> list[AskValidationError]:
+        tool = agent.tools.get(pending.tool_name or "")
+        if tool is None:
+            return []
+        return edit_errors(envelope, tool.input_schema, tool.check)
 
     async def resolve(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
@@ -221,6 +239,12 @@ class ApprovalGate(Gate):
         reason = denial_reason(answer.envelope)
         if reason is not None:
             await runner.deny(run, call, reason)
+            return
+        edited = edited_arguments(answer.envelope)
+        if edited is not None and edited != call.arguments:
+            # Edit, then approve: the call runs once with the person's arguments; the model
+            # reads that they changed them, and how.
+            await runner.run_and_record(run, tool, call, edited=edited)
             return
         connection = run.agent.connection_of(tool.name)
         user_id = run.principal.user_id
@@ -398,12 +422,13 @@ class SelectionGate(Gate):
         if held is None:
             return
         call, binding = held
+        call = as_edited(call, pending)
         chosen = chosen_option(answer.envelope)
         if chosen is None:
             await runner.deny(run, call, denial_reason(answer.envelope) or "user_declined")
             return
         choices = {**(pending.choices or {}), str(pending.dependency): chosen}
-        await runner.action(run, call, binding, choices)
+        await runner.action(run, call, binding, choices, edited=pending.edited_arguments)
 
 
 def selection_words(binding: ActionBinding, call: ToolCall, dependency: str) -> dict[str, str]:
@@ -437,6 +462,26 @@ class ConfirmationGate(Gate):
     """A confirm of one prepared HTTP request, sent once when confirmed before it expires."""
 
     origin = CONFIRMATION
+    approvable = True
+
+    def split_answer(
+        self, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> tuple[dict[str, Any], GrantScope, list[AskValidationError]]:
+        """A confirm may carry ``content.arguments``: the action's input as the person
+        edited it, which prepares the request again (a new preview to confirm)."""
+        content = envelope.get("content")
+        if not isinstance(content, dict) or "arguments" not in content:
+            return envelope, "once", []
+        rest = {**envelope, "content": {k: v for k, v in content.items() if k != "arguments"}}
+        return rest, "once", []
+
+    def edit_errors(
+        self, agent: Agent, pending: PendingAsk, envelope: dict[str, Any]
+    ) -> list[AskValidationError]:
+        tool = agent.tools.get(pending.tool_name or "")
+        if tool is None:
+            return []
+        return edit_errors(envelope, tool.input_schema, tool.check)
 
     def ask(
         self,
@@ -489,15 +534,33 @@ class ConfirmationGate(Gate):
         held = runner.held_action(run, pending)
         if held is None:
             return
-        call, binding = held
+        model_call, binding = held
+        call = as_edited(model_call, pending)
         reason = denial_reason(answer.envelope)
         if reason is not None:
             await runner.actions.cancel(pending, reason)
             await runner.deny(run, call, reason)
             return
+        edited = edited_arguments(answer.envelope)
+        if edited is not None and edited != call.arguments:
+            # An edited confirmation is prepared again: a new request, preview and id to
+            # confirm; this one is stale and never sent. Nothing edited is sent unseen.
+            await runner.actions.cancel(pending, "edited")
+            again = ToolCall(id=call.id, name=call.name, arguments=edited)
+            step = await runner.actions.call(
+                binding, again, history_id=run.history.id, user_id=run.principal.user_id
+            )
+            if step.gate is not None:
+                step = replace(step, gate=step.gate.replace(edited_arguments=edited))
+            await runner.action_step(run, again, step)
+            return
         step = await runner.actions.confirm(
             binding, call, pending, history_id=run.history.id, user_id=run.principal.user_id
         )
+        if pending.edited_arguments is not None and step.gate is None:
+            step = replace(
+                step, result=edit_note(model_call.arguments, call.arguments, step.result)
+            )
         await runner.action_step(run, call, step)
 
     async def recover(
@@ -532,6 +595,14 @@ class ConfirmationGate(Gate):
 
     async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
         await runner.actions.cancel(pending, reason)
+
+
+def as_edited(call: ToolCall, pending: PendingAsk) -> ToolCall:
+    """The held call with the arguments the person edited (an action prepared again), or the
+    model's call as it is."""
+    if pending.edited_arguments is None:
+        return call
+    return ToolCall(id=call.id, name=call.name, arguments=dict(pending.edited_arguments))
 
 
 def expired(pending: PendingAsk, now: dt.datetime | None = None) -> bool:

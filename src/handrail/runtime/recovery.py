@@ -97,6 +97,10 @@ class Recovery:
                 await self.sweep()
             except Exception:
                 log.warning("the sweep for lapsed turns failed", exc_info=True)
+            try:
+                await self.runtime.sweep_gates()
+            except Exception:
+                log.warning("the sweep for expired and due asks failed", exc_info=True)
 
     async def sweep(self) -> list[Turn]:
         """Take over every lapsed lease this runtime can claim; the turns it started."""

@@ -23,17 +23,19 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, cast
 
-from .._util import new_id, utc_now
-from ..asks import ASK_SURFACES, AskSurface, PendingAsk
+from .._util import iso, new_id, utc_now
+from ..asks import ASK_SURFACES, AskSurface, AskValidationError, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
 from ..errors import (
+    AlreadyApproved,
     AnswerIdMissing,
     AnswerNotObject,
     ConfigError,
     Conflict,
     HistoryNotFound,
+    NotApprover,
     NotOwner,
     NotPending,
     PromptRequired,
@@ -41,7 +43,8 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
-from ..store import LeaseLost, Store, TurnState, request_record
+from ..store import HistoryConflict, LeaseLost, Store, TurnState, request_record
+from ..store.audit import audit_record
 from ..store.records import (
     UNSET,
     AskStatus,
@@ -56,7 +59,17 @@ from ..store.records import (
 from .action_calls import ActionCalls
 from .agent import Agent, SourcedSets
 from .answer_files import invalid_answer, load_answer_files
-from .cas import compare_and_set
+from .approvals import (
+    ANSWER_VIAS,
+    answered_record,
+    apply_rules,
+    approves,
+    asked_record,
+    call_status,
+    is_approver,
+    outcome_record,
+)
+from .cas import CAS_ATTEMPTS, compare_and_set
 from .events import (
     ask_event,
     ask_resolved_event,
@@ -66,6 +79,7 @@ from .events import (
 )
 from .gate import Answer, gate_for, uncertain_confirmation
 from .messages import (
+    AssistantMessage,
     FilePart,
     Message,
     UserMessage,
@@ -199,13 +213,16 @@ class Runtime:
         surface: str = "full",
         agent: str | None = None,
         page_tools: Any = None,
+        via: str = "headless",
     ) -> Turn:
         """Start a turn with a new message. A pending ask is cancelled first
-        (``user_sent_message``); a prompt is never rejected because of an ask.
+        (``user_sent_message``); a prompt is never rejected because of an ask. `via` names
+        the surface the message came from (the audit log of that cancel).
 
         `page_tools` is a page's ``pageTools`` payload (`read_page_tools`): its tools are
         offered in this turn as the connection ``page:<origin>``."""
         checked_surface = _surface(surface)
+        checked_via = _via(via)
         if not isinstance(prompt, str) or not prompt.strip():
             raise PromptRequired("Send a non-empty prompt.")
         state: TurnState | None = None
@@ -232,7 +249,16 @@ class Runtime:
         self._spawn(
             turn,
             self._prompt_turn(
-                turn, history, principal, the_agent, model, setup, prompt, state, page
+                turn,
+                history,
+                principal,
+                the_agent,
+                model,
+                setup,
+                prompt,
+                state,
+                page,
+                checked_via,
             ),
         )
         return turn
@@ -244,9 +270,39 @@ class Runtime:
         ask_response: Any,
         *,
         surface: str = "full",
+        via: str = "headless",
     ) -> Turn:
-        """Answer the pending ask and resume its turn ("Answer an ask", steps 1 to 5)."""
+        """Answer the pending ask and resume its turn ("Answer an ask", steps 1 to 5). `via`
+        names the surface the answer came from, for the audit log (`ANSWER_VIAS`)."""
+        return await self._answer(
+            principal, history_id, ask_response, surface=surface, via=via, approver=False
+        )
+
+    async def start_approval(
+        self, principal: Principal, history_id: str, ask_response: Any, *, via: str = "web"
+    ) -> Turn:
+        """An approver's answer to a call that names approvers: the caller need not own the
+        conversation, only be one of the call's approvers (by id, or ``admins`` for an
+        admin). An approval before the quorum is reached is recorded and the ask stays
+        pending; the one that reaches it resumes the turn (as its owner's); any deny ends it.
+        The caller should not be shown the turn's events (the conversation is not theirs)."""
+        return await self._answer(
+            principal, history_id, ask_response, surface="full", via=via, approver=True
+        )
+
+    async def _answer(
+        self,
+        principal: Principal,
+        history_id: str,
+        ask_response: Any,
+        *,
+        surface: str,
+        via: str,
+        approver: bool,
+        system: bool = False,
+    ) -> Turn:
         checked_surface = _surface(surface)
+        checked_via = _via(via)
         if not isinstance(ask_response, dict):
             raise AnswerNotObject(
                 'Send askResponse as {"toolCallId", "action", "content"?, "reason"?}.'
@@ -254,32 +310,146 @@ class Runtime:
         tool_call_id = ask_response.get("toolCallId")
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise AnswerIdMissing("Name the pending ask's toolCallId in askResponse.")
-        history, prior = await self._owned_with_rows(principal, history_id)
-        pending = history.pending_ask
-        if pending is None or pending.tool_call_id != tool_call_id:
-            raise NotPending(_not_pending_detail(pending))
         envelope = {k: v for k, v in ask_response.items() if k != "toolCallId"}
+        # A lost race is worked out again on the history as it is now: the loser of an
+        # approval racing a deny finds the ask gone (409); a deny after another approver's
+        # approval still ends it.
+        for _attempt in range(CAS_ATTEMPTS):
+            loaded = await self.store.histories.load(history_id)
+            if loaded is None:
+                raise HistoryNotFound(f"No history has the id {history_id!r}.")
+            history, prior = loaded
+            pending = history.pending_ask
+            owner = history.owner_id == principal.user_id
+            if not system and not owner:
+                allowed = approver and pending is not None and is_approver(pending, principal)
+                if (
+                    approver
+                    and not allowed
+                    and (pending is None or pending.tool_call_id != tool_call_id)
+                ):
+                    # An approver of a gate that ended meanwhile learns that it ended.
+                    named = await self.store.audit.approvers_of(history_id, tool_call_id)
+                    allowed = is_approver(
+                        PendingAsk.from_json(
+                            {
+                                "toolCallId": tool_call_id,
+                                "kind": "confirm",
+                                "input": {},
+                                "simple": {},
+                                "approvers": named,
+                            }
+                        ),
+                        principal,
+                    )
+                if not allowed:
+                    raise NotOwner("The history belongs to another user.")
+            if pending is None or pending.tool_call_id != tool_call_id:
+                raise NotPending(_not_pending_detail(pending))
+            try:
+                turn = await self._answer_once(
+                    principal,
+                    history,
+                    prior,
+                    pending,
+                    envelope,
+                    surface=checked_surface,
+                    via=checked_via,
+                    system=system,
+                )
+            except HistoryConflict:
+                continue
+            return turn
+        raise NotPending("Another answer or message resolved the ask first.")
+
+    async def _answer_once(
+        self,
+        principal: Principal,
+        history: History,
+        prior: list[StoredRow],
+        pending: PendingAsk,
+        envelope: dict[str, Any],
+        *,
+        surface: AskSurface,
+        via: str,
+        system: bool,
+    ) -> Turn:
+        """One try of an answer on the history as read: validate, then one compare-and-set
+        (a `HistoryConflict` when the history moved on, which the caller retries)."""
+        tool_call_id = pending.tool_call_id
         page = self.page_tools_of(pending)
         agent = self.with_page_tools(self.agent_for(history), page)
         cap = agent.asks.max_file_size_bytes if agent.asks else DEFAULT_MAX_FILE_SIZE
         gate = gate_for(pending)
         errors = gate.answer_errors(pending, envelope, max_file_size_bytes=cap)
+        errors += gate.edit_errors(agent, pending, envelope)
         if errors:
             raise invalid_answer(errors)
-        await gate.before_answer(self._calls, pending, envelope)
         scope = gate.split_answer(pending, envelope)[1]
+        actor = "handrail" if system else principal.user_id
+        held_args = _held_arguments(pending)
+        approvals: int | None = None
+        if pending.approvers and not system:
+            approved_by = list(pending.approved_by or [])
+            if approves(envelope):
+                if not is_approver(pending, principal):
+                    names = ", ".join(pending.approvers)
+                    raise NotApprover(
+                        f"This call waits for the approval of {pending.quorum or 1} of: "
+                        f"{names}. You may deny it."
+                    )
+                if any(a.get("userId") == principal.user_id for a in approved_by):
+                    raise AlreadyApproved(
+                        "You approved this call already; it waits for the other approvers."
+                    )
+                if scope != "once":
+                    raise invalid_answer(
+                        [
+                            AskValidationError(
+                                path="content.scope",
+                                code="INVALID_ENUM",
+                                message="A call with approvers is approved once each time.",
+                                fix='Send scope "once", or leave it out.',
+                            )
+                        ]
+                    )
+                approved_by.append({"userId": principal.user_id, "at": iso(utc_now()), "via": via})
+                approvals = len(approved_by)
+                if approvals < (pending.quorum or 1):
+                    return await self._partial_approval(
+                        history, pending, approved_by, envelope, actor=actor, via=via
+                    )
+        await gate.before_answer(self._calls, pending, envelope)
         stored: dict[str, Any] = envelope
         parts: tuple[FilePart, ...] = ()
         if pending.kind == "files" and envelope["action"] == "accept":
             stored, parts = await load_answer_files(
                 self.store, principal, envelope, max_file_size_bytes=cap
             )
+        run_principal = (
+            principal
+            if principal.user_id == history.owner_id
+            else Principal(user_id=history.owner_id)
+        )
         model = self.model_for(agent)
-        setup = build_turn_setup(agent, model, checked_surface)
+        setup = build_turn_setup(agent, model, surface)
         prompt_index = pending.prompt_index if pending.prompt_index is not None else len(prior)
         replay = rows_to_messages(r.data for r in prior[:prompt_index])
         response_messages = messages_from_json(pending.response_messages or [])
-        # Step 4: one atomic update, or NotPending for the loser of a race.
+        record = answered_record(
+            pending,
+            stored,
+            history_id=history.id,
+            owner_id=history.owner_id,
+            actor=actor,
+            via=via,
+            holds_call=gate.holds_call,
+            held_arguments=held_args,
+            scope=scope,
+            approvals=approvals,
+            action="gate.expired" if system else None,
+        )
+        # Step 4: one atomic update, or a lost race (worked out again by the caller).
         status: AskStatus = "cancelled" if envelope["action"] == "cancel" else "answered"
         answer_change = HistoryChange(
             append=[result_row(tool_call_id, gate.tool_name(pending), stored)],
@@ -292,21 +462,19 @@ class Runtime:
                     "pending": pending.to_json(),
                     "answer": stored,
                     "scope": scope,
-                    "surface": checked_surface,
+                    "surface": surface,
                 },
             ),
+            audit=[record],
         )
-        try:
-            answered = await compare_and_set(
-                self.store, history.id, lambda _now: answer_change, current=history, attempts=1
-            )
-        except Conflict:
-            raise NotPending("Another answer or message resolved the ask first.") from None
+        answered = await compare_and_set(
+            self.store, history.id, lambda _now: answer_change, current=history, attempts=1
+        )
         turn = Turn(history.id)
         run = TurnRun(
             turn=turn,
             history=answered,
-            principal=principal,
+            principal=run_principal,
             agent=agent,
             model=model,
             setup=setup,
@@ -323,6 +491,40 @@ class Runtime:
         )
         answer = Answer(envelope=stored, scope=scope, parts=parts)
         self._spawn(turn, self._answer_turn(run, pending, answer), leased=True)
+        return turn
+
+    async def _partial_approval(
+        self,
+        history: History,
+        pending: PendingAsk,
+        approved_by: list[dict[str, Any]],
+        envelope: dict[str, Any],
+        *,
+        actor: str,
+        via: str,
+    ) -> Turn:
+        """An approval before the quorum: recorded on the pending ask (who approved so far),
+        which stays pending; nothing runs."""
+        updated = pending.replace(approved_by=approved_by)
+        record = answered_record(
+            updated,
+            envelope,
+            history_id=history.id,
+            owner_id=history.owner_id,
+            actor=actor,
+            via=via,
+            holds_call=True,
+            approvals=len(approved_by),
+        )
+        change = HistoryChange(pending_ask=updated, audit=[record])
+        await compare_and_set(
+            self.store, history.id, lambda _now: change, current=history, attempts=1
+        )
+        turn = Turn(history.id)
+        turn.pending_summary = updated.public("turn")
+        await turn.emit(ask_event(updated, history.id))
+        await turn.emit(done_event(history.id, pending_tool_call_id=updated.tool_call_id))
+        await turn.finish()
         return turn
 
     async def start_button(
@@ -350,6 +552,51 @@ class Runtime:
         return await self.start_answer(
             principal, history_id, {"toolCallId": tool_call_id, **response}, surface=surface
         )
+
+    async def sweep_gates(self, now: dt.datetime | None = None) -> list[Turn]:
+        """Expire and remind the open gates that are due (`Recovery` calls it on its sweep).
+
+        An expired gate is cancelled with reason ``expired`` through the answer path, so its
+        gate releases what it holds, the model is told (its held call did not run) and the
+        audit log records ``gate.expired``; an expiry never approves. A gate past its
+        ``remindAt`` is marked reminded once (``gate.reminded`` in the audit log). Returns the
+        turns the expiries resumed."""
+        moment = now or utc_now()
+        turns: list[Turn] = []
+        for gate in await self.store.audit.due(moment):
+            if gate.expires is not None and gate.expires <= moment:
+                cancel = {"toolCallId": gate.ask_id, "action": "cancel", "reason": "expired"}
+                try:
+                    turns.append(
+                        await self._answer(
+                            Principal(user_id=gate.owner_id),
+                            gate.history_id,
+                            cancel,
+                            surface="full",
+                            via="expiry",
+                            approver=False,
+                            system=True,
+                        )
+                    )
+                except (NotPending, HistoryNotFound):
+                    await self.store.audit.drop(gate.history_id, gate.ask_id)
+                except Exception:
+                    log.warning("could not expire the ask %s", gate.ask_id, exc_info=True)
+            elif await self.store.audit.mark_reminded(gate.history_id, gate.ask_id, moment):
+                await self.store.audit.add(
+                    [
+                        audit_record(
+                            actor="handrail",
+                            action="gate.reminded",
+                            subject=gate.ask_id,
+                            changes={"askId": gate.ask_id, "origin": gate.origin},
+                            history_id=gate.history_id,
+                            owner_id=gate.owner_id,
+                            tool=gate.tool,
+                        )
+                    ]
+                )
+        return turns
 
     @property
     def running_turns(self) -> int:
@@ -471,6 +718,7 @@ class Runtime:
         prompt: str,
         state: TurnState | None,
         page: PageTools | None = None,
+        via: str = "headless",
     ) -> None:
         if page is not None:
             await turn.emit(page.event())
@@ -479,7 +727,9 @@ class Runtime:
         stored_message = False
         if state is not None:
             history = await self._report_uncertain(turn, history, state.confirmations)
-            history, stored_message = await self._cancel_pending_for_message(turn, history, prompt)
+            history, stored_message = await self._cancel_pending_for_message(
+                turn, history, prompt, via
+            )
             prior = (
                 state.rows
                 if history.version == state.history.version
@@ -518,7 +768,7 @@ class Runtime:
         await self._commit(run)
 
     async def _cancel_pending_for_message(
-        self, turn: Turn, history: History, prompt: str
+        self, turn: Turn, history: History, prompt: str, via: str = "headless"
     ) -> tuple[History, bool]:
         """Record ``cancel: user_sent_message`` for a pending ask, once even when two prompts
         race; when another answer resolved it first, go on without ``{askResolved}``.
@@ -545,6 +795,18 @@ class Runtime:
                 pending_ask=None,
                 title=_title_of(prompt) if current.title is None else _keep(),
                 lease=self.new_lease(history.id, {"kind": "prompt", "prompt": prompt}),
+                audit=[
+                    answered_record(
+                        pending,
+                        CANCEL_BY_MESSAGE,
+                        history_id=current.id,
+                        owner_id=current.owner_id,
+                        actor=current.owner_id,
+                        via=via,
+                        holds_call=gate.holds_call,
+                        action="gate.cancelled",
+                    )
+                ],
             )
 
         if history.pending_ask is None:
@@ -608,6 +870,7 @@ class Runtime:
                 await self._calls.recover(run, pending, answer)
             else:
                 await self._calls.resolve(run, pending, answer)
+            self._audit_outcome(run, pending)
             if run.pause is None:
                 await self._calls.steps(run)
         except Exception as exc:
@@ -616,6 +879,32 @@ class Runtime:
             await self._fail(run, exc)
             return
         await self._commit(run)
+
+    def _audit_outcome(self, run: TurnRun, pending: PendingAsk) -> None:
+        """The audit record of what became of the held call: its result's status, or
+        ``waiting`` when it paused on another gate (a permission, a confirmation prepared
+        again)."""
+        held = pending.held_tool_call_id
+        if not held or not gate_for(pending).holds_call:
+            return
+        found = call_status(run.rows, held)
+        if found is None and run.pause is None:
+            return
+        status = found[0] if found is not None else "waiting"
+        executed: Any = None
+        for row in run.rows:
+            if row.get("toolCallId") == held and "executedArgs" in row:
+                executed = row["executedArgs"]
+        run.audit.append(
+            outcome_record(
+                pending,
+                history_id=run.history.id,
+                owner_id=run.history.owner_id,
+                agent=run.agent.name,
+                status=status,
+                arguments=executed if executed is not None else pending.edited_arguments,
+            )
+        )
 
     async def _undo_answer(self, run: TurnRun, pending: PendingAsk) -> bool:
         """Put the answered ask back, when nothing but ``{askResolved}`` reached the client
@@ -678,6 +967,12 @@ class Runtime:
                     if run.page_tools is not None and run.page_tools.tools:
                         extra = {**pending.extra, "pageTools": run.page_tools.to_json()}
                         pending = pending.replace(extra=extra)
+                    pending = apply_rules(
+                        pending,
+                        run.agent.rules_for(pending.tool_name if pending.origin else None),
+                        approvable=gate_for(pending).approvable,
+                        now=utc_now(),
+                    )
                 else:
                     rows = _cancel_paused(rows, run.pause)
             title = current.title or _title_for(run)
@@ -685,11 +980,23 @@ class Runtime:
             if pending is not None:
                 meta = {**_ask_meta(pending), "phase": "asked"}
                 metadata["nextAsk" if "ask" in metadata else "ask"] = meta
+            audit = list(run.audit)
+            if pending is not None:
+                audit.append(
+                    asked_record(
+                        pending,
+                        history_id=history_id,
+                        owner_id=current.owner_id,
+                        agent=run.agent.name,
+                        arguments=_held_arguments(pending),
+                    )
+                )
             return HistoryChange(
                 append=rows,
                 pending_ask=pending if pending is not None else _keep(),
                 title=title if current.title is None and title else _keep(),
                 lease=_release(run),
+                audit=audit,
             )
 
         # First try the history as the turn last saw it: when nothing changed meanwhile, the
@@ -746,6 +1053,7 @@ class Runtime:
                     append=run.rows,
                     title=_title_for(run) if current.title is None else _keep(),
                     lease=_release(run),
+                    audit=list(run.audit),
                 )
 
             try:
@@ -796,6 +1104,24 @@ def _log_record(
         model=run.model.name,
         duration_ms=int((time.monotonic() - run.started) * 1000),
     )
+
+
+def _via(via: Any) -> str:
+    if via not in ANSWER_VIAS:
+        raise UnknownSurface(f"via must be one of {', '.join(ANSWER_VIAS)}.")
+    return str(via)
+
+
+def _held_arguments(pending: PendingAsk) -> dict[str, Any] | None:
+    """The arguments of the call a gate holds, from the paused turn's own messages."""
+    if not pending.held_tool_call_id:
+        return None
+    for message in reversed(messages_from_json(pending.response_messages or [])):
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id == pending.held_tool_call_id:
+                    return dict(call.arguments)
+    return None
 
 
 def _surface(surface: Any) -> AskSurface:

@@ -8,6 +8,7 @@ gate table (`gate.py`); nothing here branches on an ask's origin.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from ..store import Store
 from ..store.records import History
 from .action_calls import ActionBinding, ActionCalls, ActionStep
 from .agent import Agent
+from .approvals import edit_note
 from .events import error_event, text_event, tool_call_event, tool_result_event
 from .gate import Answer, GateRequired, execution_denied, gate_for, uncertain_result
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
@@ -74,6 +76,8 @@ class TurnRun:
     recovering: str | None = None
     #: The page tools this turn offers (the connection ``page:<origin>``), kept with its ask.
     page_tools: PageTools | None = None
+    #: Audit log records to write with the turn's last change (`approvals.py`).
+    audit: list[Any] = field(default_factory=list)
 
 
 class StepRunner:
@@ -214,9 +218,12 @@ class StepRunner:
         ):
             await self.action(run, call, binding)
             return
-        if decision.action == "allow":
+        if decision.action == "allow" and not run.agent.rules_for(tool.name).approvers:
             await self.run_and_record(run, tool, call)
             return
+        if decision.action == "allow":
+            # A tool with approvers is asked about every time, whatever was granted.
+            decision = Decision(action="ask", reason="the tool names approvers")
         if decision.action == "deny":
             if run.agent.asks is None and decision.reason:
                 log.warning("tool %s needs an ask but asks are off: denied", tool.name)
@@ -241,8 +248,11 @@ class StepRunner:
         call: ToolCall,
         binding: ActionBinding,
         choices: Mapping[str, str] | None = None,
+        *,
+        edited: dict[str, Any] | None = None,
     ) -> None:
-        """Run an action as far as it goes: its result, or a gate to pause on."""
+        """Run an action as far as it goes: its result, or a gate to pause on. `edited` are
+        the arguments the person edited (the call then runs with them; its gates keep them)."""
         if binding.tool.needs_confirmation and run.pause is not None:
             await self.deny(run, call, "one_ask_at_a_time")
             return
@@ -253,6 +263,8 @@ class StepRunner:
             user_id=run.principal.user_id,
             choices=choices,
         )
+        if edited is not None and step.gate is not None:
+            step = dataclasses.replace(step, gate=step.gate.replace(edited_arguments=edited))
         await self.action_step(run, call, step)
 
     async def action_step(self, run: TurnRun, call: ToolCall, step: ActionStep) -> None:
@@ -278,7 +290,9 @@ class StepRunner:
             clarify_in_step=clarify_in_step,
         )
 
-    async def run_and_record(self, run: TurnRun, tool: Tool, call: ToolCall) -> None:
+    async def run_and_record(
+        self, run: TurnRun, tool: Tool, call: ToolCall, *, edited: dict[str, Any] | None = None
+    ) -> None:
         """Run the tool once and give the model its result; a tool that raises
         `GateRequired` pauses the turn on that gate instead. In a turn taken over from a
         process that stopped, the held call may have run already: unless the tool is
@@ -287,12 +301,17 @@ class StepRunner:
         if run.recovering == call.id and not _safe_to_run_again(tool):
             await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
             return
+        executed = (
+            call if edited is None else ToolCall(id=call.id, name=call.name, arguments=edited)
+        )
         try:
-            content, is_error = await _run_tool(tool, call, run.principal.user_id)
+            content, is_error = await _run_tool(tool, executed, run.principal.user_id)
         except GateRequired as required:
             await self._gate_required(run, tool, call, required)
             return
-        await self.tool_result(run, call, content, is_error=is_error)
+        if edited is not None:
+            content = edit_note(call.arguments, edited, content)
+        await self.tool_result(run, call, content, is_error=is_error, executed_args=edited)
 
     async def _gate_required(
         self, run: TurnRun, tool: Tool, call: ToolCall, required: GateRequired
@@ -328,10 +347,21 @@ class StepRunner:
         )
 
     async def tool_result(
-        self, run: TurnRun, call: ToolCall, content: Any, *, is_error: bool
+        self,
+        run: TurnRun,
+        call: ToolCall,
+        content: Any,
+        *,
+        is_error: bool,
+        executed_args: Mapping[str, Any] | None = None,
     ) -> None:
-        """Give the model a call's result, store it, and stream it."""
-        run.rows.append(result_row(call.id, call.name, content, is_error=is_error))
+        """Give the model a call's result, store it, and stream it. `executed_args` are the
+        arguments it ran with when the person edited the model's (kept in the result row
+        beside the model's own, which stay in the call row)."""
+        row = result_row(call.id, call.name, content, is_error=is_error)
+        if executed_args is not None:
+            row["executedArgs"] = dict(executed_args)
+        run.rows.append(row)
         run.messages.append(
             ToolResultMessage(
                 tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error

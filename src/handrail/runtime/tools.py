@@ -17,13 +17,14 @@ import dataclasses
 import functools
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict, TypeVar, Unpack, overload
 
 from .._util import storable, storable_text
 from ..errors import ConfigError, HandrailError
 from ..policy import SafetyClass, ToolHints, classify
+from ..policy.rules import GateRules, rules_problems
 from .tool_arguments import check_arguments
 from .tool_schemas import (
     Convert,
@@ -155,6 +156,36 @@ class ToolOptions(TypedDict, total=False):
     consequential: bool | None
     untrusted_content: bool | None
     skill: bool | None
+    approvers: Sequence[str] | None
+    quorum: int | None
+    expires_after: float | None
+    remind_after: float | None
+
+
+def _rules(name: str, options: Mapping[str, Any]) -> GateRules | None:
+    """The gate rules of a tool's options (`approvers`, `quorum`, `expires_after`,
+    `remind_after`), None when it sets none; a wrong one is a `ConfigError`."""
+    given = {k: options.get(k) for k in ("approvers", "quorum", "expires_after", "remind_after")}
+    if all(v is None for v in given.values()):
+        return None
+    approvers = given["approvers"]
+    if isinstance(approvers, str):
+        approvers = [approvers]
+    quorum = 1 if given["quorum"] is None else given["quorum"]
+    problems = rules_problems(
+        approvers=approvers,
+        quorum=quorum,
+        expires_after=given["expires_after"],
+        remind_after=given["remind_after"],
+    )
+    if problems:
+        raise ConfigError(f"tool {name!r}: " + "; ".join(problems))
+    return GateRules(
+        approvers=tuple(approvers or ()),
+        quorum=quorum,
+        expires_after=given["expires_after"],
+        remind_after=given["remind_after"],
+    )
 
 
 _HINT_OPTIONS: Final = (
@@ -188,6 +219,8 @@ class Tool:
     hints: ToolHints = field(default_factory=ToolHints)
     connection_id: str | None = None
     title: str | None = None
+    #: Who must approve its calls and how many, and its gates' clocks (`GateRules`).
+    rules: GateRules | None = None
     _binder: _Binder = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -249,6 +282,7 @@ class Tool:
             )
         hints = ToolHints(**{k: options.get(k) for k in _HINT_OPTIONS})  # type: ignore[arg-type]
         _check_skill(name, hints)
+        rules = _rules(name, options)
         try:
             schema = input_schema_from_function(function)
         except ConfigError as exc:
@@ -260,6 +294,7 @@ class Tool:
             function=function,
             hints=hints,
             title=options.get("title"),
+            rules=rules,
         )
 
     @property

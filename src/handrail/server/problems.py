@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..connections import SecretKeyMissing
 from ..connections.oauth import SignInUnknown
 from ..errors import (
+    AlreadyApproved,
     AnswerIdMissing,
     AnswerNotObject,
     ConfirmationExpired,
@@ -45,6 +46,7 @@ from ..errors import (
     HistoryNotFound,
     InvalidAnswer,
     InvalidRequest,
+    NotApprover,
     NotFound,
     NotOwner,
     NotPending,
@@ -125,8 +127,10 @@ PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
     ConnectionNotFound: Problem(404, "Connection not found"),
     NotFound: Problem(404, "Not Found"),
     NotOwner: Problem(403, "Not authorized to access this history"),
+    NotApprover: Problem(403, "Not an approver of this call", "NOT_APPROVER"),
     Forbidden: Problem(403, "Forbidden"),
     NotPending: Problem(409, "This ask is no longer pending"),
+    AlreadyApproved: Problem(409, "Already approved", "ALREADY_APPROVED"),
     ConfirmationExpired: Problem(409, "Confirmation expired", "CONFIRMATION_STALE"),
     ConfirmationNotSending: Problem(409, "Confirmation is not being sent"),
     ConfirmationConflict: Problem(409, "Confirmation is no longer pending"),

@@ -20,6 +20,7 @@ from pathlib import Path
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 
+from handrail.store.audit import AuditRepo
 from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
 from handrail.store.confirmations import (
     CONFIRMATION_STALE,
@@ -149,6 +150,7 @@ class Store:
         self.grants = GrantRepo(db)
         self.confirmations = ConfirmationRepo(db)
         self.leases = LeaseRepo(db)
+        self.audit = AuditRepo(db)
 
     @classmethod
     async def open(

@@ -82,7 +82,8 @@ class ConnectionRecord:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ActivityRecord:
-    """One change an admin made."""
+    """One record of the activity (audit) log: a change an admin made (``connection.*``), or
+    a gate asked and how it ended (``gate.*``, with the conversation, its owner and the tool)."""
 
     id: str
     actor: str
@@ -90,9 +91,12 @@ class ActivityRecord:
     subject: str
     changes: dict[str, Any]
     created: dt.datetime
+    history_id: str | None = None
+    owner_id: str | None = None
+    tool: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "actor": self.actor,
             "action": self.action,
@@ -100,6 +104,13 @@ class ActivityRecord:
             "changes": self.changes,
             "created": iso(self.created),
         }
+        if self.history_id is not None:
+            out["historyId"] = self.history_id
+        if self.owner_id is not None:
+            out["ownerId"] = self.owner_id
+        if self.tool is not None:
+            out["tool"] = self.tool
+        return out
 
 
 #: The fields an admin's change may set (`ConnectionRepo.update`).
@@ -323,4 +334,7 @@ def _activity(row: Mapping[Any, Any]) -> ActivityRecord:
         subject=row["subject"],
         changes=dict(row["changes"] or {}),
         created=row["created"],
+        history_id=row["history_id"],
+        owner_id=row["owner_id"],
+        tool=row["tool"],
     )

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Integer, bindparam, delete, insert, select, t
 from handrail._util import new_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
+from handrail.store.audit import insert_audit, write_open_gate
 from handrail.store.db import Database
 from handrail.store.leases import release_lease, write_lease
 from handrail.store.paging import Page, Position, checked_limit
@@ -424,6 +425,11 @@ def _apply(
             raise ValueError(
                 f"ask_status names {tool_call_id!r}, which is not an ask in history {history_id}."
             )
+    if set_pending:
+        write_open_gate(
+            connection, history_id, row["owner_id"], cast("PendingAsk | None", change.pending_ask)
+        )
+    insert_audit(connection, list(change.audit))
     if log is not None:
         insert_request(connection, log)
     return History(

@@ -76,6 +76,7 @@ class HistoryChange:
       answer).
     - `pending_ask`: the new `PendingAsk` (None clears it); `UNSET` keeps it.
     - `title`: the new title; `UNSET` keeps it.
+    - `audit`: the audit records of what the change does to the history's gate.
     - `lease`: the turn lease to hold from this change on (a `TurnLease`); `ReleaseLease`
       to end the lease its owner holds (the change fails with `LeaseLost` when another
       process took it over); None to drop any lease; `UNSET` leaves it as it is.
@@ -87,6 +88,8 @@ class HistoryChange:
     pending_ask: PendingAsk | _Unset | None = UNSET
     title: str | _Unset | None = UNSET
     lease: TurnLease | ReleaseLease | _Unset | None = UNSET
+    #: Audit log records (`handrail.store.audit`) written in the same transaction.
+    audit: Sequence[Any] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

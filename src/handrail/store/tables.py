@@ -35,6 +35,7 @@ __all__ = [
     "histories",
     "history_rows",
     "metadata",
+    "open_gates",
     "permissions",
     "requests",
 ]
@@ -290,7 +291,34 @@ activity = Table(
     Column("subject", String(NAME), nullable=False),
     Column("changes", JSONData, nullable=False),
     Column("created", UTCDateTime, nullable=False),
+    # The audit log's gate records: the conversation, its owner and the tool of the gate.
+    Column("history_id", String(ID), nullable=True),
+    Column("owner_id", String(NAME), nullable=True),
+    Column("tool", String(NAME), nullable=True),
     Index(None, "created", "id"),
+    Index(None, "owner_id", "created"),
+    Index(None, "actor", "created"),
+)
+
+#: The gates that wait with a clock or for other people: one per history (its pending ask),
+#: written with the pending ask in the same transaction, gone when the ask is. `expires` and
+#: `remind` are when the sweeper cancels it (reason ``expired``) or marks it for a reminder
+#: (`reminded`); `approvers` are the user ids (or ``admins``) whose inbox shows it.
+open_gates = Table(
+    "open_gates",
+    metadata,
+    Column("history_id", String(ID), primary_key=True),
+    Column("ask_id", String(NAME), nullable=False),
+    Column("owner_id", String(NAME), nullable=False),
+    Column("origin", String(64), nullable=True),
+    Column("tool", String(NAME), nullable=True),
+    Column("approvers", JSONData, nullable=True),
+    Column("expires", UTCDateTime, nullable=True),
+    Column("remind", UTCDateTime, nullable=True),
+    Column("reminded", UTCDateTime, nullable=True),
+    Column("created", UTCDateTime, nullable=False),
+    Index(None, "expires"),
+    Index(None, "remind"),
 )
 
 #: The outbox of webhooks and emails: one row per event and target (a webhook's name, or the
