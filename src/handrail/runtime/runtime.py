@@ -535,6 +535,7 @@ class Runtime:
         button_id: str,
         *,
         surface: str = "full",
+        via: str = "card",
     ) -> Turn:
         """Answer the pending ask with the response stored on one of its card's buttons."""
         history = await self.owned_history(principal, history_id)
@@ -550,7 +551,11 @@ class Runtime:
                 fields=[exc.error.to_dict()],
             ) from None
         return await self.start_answer(
-            principal, history_id, {"toolCallId": tool_call_id, **response}, surface=surface
+            principal,
+            history_id,
+            {"toolCallId": tool_call_id, **response},
+            surface=surface,
+            via=via,
         )
 
     async def sweep_gates(self, now: dt.datetime | None = None) -> list[Turn]:

@@ -20,6 +20,7 @@ from ..connections import SecretBox, load_catalog
 from ..runtime.connected import ConnectionHub
 from ..runtime.runtime import Runtime
 from ..store import Store
+from .audit import add_audit_routes
 from .auth import Authenticator
 from .bodies import StorableUrlMiddleware
 from .chat import add_chat_routes
@@ -135,6 +136,7 @@ def create_app(
     add_grant_routes(app.router, prefix)
     add_confirmation_routes(app.router, prefix)
     add_connection_routes(app.router, prefix)  # /catalog, /connections, /activity
+    add_audit_routes(app.router, prefix)  # /audit, /approvals
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
     add_delivery_routes(app.router, prefix)  # GET /deliveries: webhooks' and emails' log
     add_link_routes(app.router)  # /links/{token}: the one-time answer links of emails

@@ -19,6 +19,7 @@ from ..asks import ASK_SURFACES
 from ..errors import BadRequest
 from ..runtime.events import Event
 from ..runtime.turn import Principal, Turn
+from .audit import answer_via
 from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .body_check import body_check
@@ -180,7 +181,11 @@ async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
     turn: Turn
     if _given(data, "askResponse"):
         turn = await runtime.start_answer(
-            principal, data["historyId"], data["askResponse"], surface=surface
+            principal,
+            data["historyId"],
+            data["askResponse"],
+            surface=surface,
+            via=answer_via(request, "web"),
         )
     else:
         page_tools = data.get("pageTools")
@@ -192,6 +197,7 @@ async def prompt(request: Request, principal: Caller) -> EventStreamResponse:
             history_id=data.get("historyId"),
             surface=surface,
             agent=data.get("agent"),
+            via=answer_via(request, "web"),
             page_tools=page_tools,
         )
     return EventStreamResponse(_events(turn))

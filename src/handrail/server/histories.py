@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, Response
 from ..errors import BadRequest, DomainError, NotOwner, ProblemError
 from ..runtime.turn import Principal, Turn
 from ..store.records import History
+from .audit import answer_via
 from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .body_check import body_check
@@ -224,7 +225,11 @@ async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JS
             )
         elif "askResponse" in checked:
             started = await runtime.start_answer(
-                principal, history_id, checked["askResponse"], surface=surface
+                principal,
+                history_id,
+                checked["askResponse"],
+                surface=surface,
+                via=answer_via(request, "headless"),
             )
         else:
             started = await runtime.start_button(
@@ -233,6 +238,7 @@ async def turn(request: Request, principal: Caller, history_id: HistoryId) -> JS
                 checked["toolCallId"],
                 checked["buttonId"],
                 surface=surface,
+                via=answer_via(request, "card"),
             )
     except DomainError as exc:
         raise _headless_problem(exc, principal) from None

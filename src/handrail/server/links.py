@@ -140,7 +140,9 @@ async def use_link(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     principal = Principal(user_id=link.user_id)
     try:
-        await runtime.start_button(principal, link.history_id, link.tool_call_id, link.button_id)
+        await runtime.start_button(
+            principal, link.history_id, link.tool_call_id, link.button_id, via="link"
+        )
     except NotPending:
         return _message(_ANSWERED, 409)
     except (HistoryNotFound, NotOwner):
