@@ -43,6 +43,7 @@ ROUTES = {
     ("/api/oauth/callback", "get"),
     ("/api/deliveries", "get"),
     ("/api/deliveries/{id}", "get"),
+    ("/api/events", "get"),
 }
 
 

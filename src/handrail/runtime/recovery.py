@@ -164,7 +164,7 @@ class Recovery:
             agent, model, surface if surface in ("full", "compact") else "full"
         )
         principal = Principal(user_id=history.owner_id)
-        turn = Turn(history.id)
+        turn = Turn(history.id, user_id=history.owner_id)
         if lease.state.get("kind") == "answer":
             pending = PendingAsk.from_json(lease.state["pending"])
             page = runtime.page_tools_of(pending)

@@ -43,8 +43,10 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
-from ..store import HistoryConflict, LeaseLost, Store, TurnState, request_record
+from ..store import HistoryConflict, LeaseLost, Store, TurnState, UserEvent, request_record
 from ..store.audit import audit_record
+from ..store.events import ask_created_event as user_ask_created
+from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import (
     UNSET,
     AskStatus,
@@ -230,6 +232,14 @@ class Runtime:
             history = await self.store.histories.create(
                 principal.user_id, agent=self.agent_named(agent).name
             )
+            await self.publish(
+                UserEvent(
+                    kind="history.created",
+                    user_id=history.owner_id,
+                    history_id=history.id,
+                    data={"title": history.title, "agent": history.agent},
+                )
+            )
         else:
             state = await self.store.load_turn(history_id)
             history = _owned(principal, history_id, state.history if state else None)
@@ -245,7 +255,7 @@ class Runtime:
             the_agent = self.with_page_tools(the_agent, page)
         model = self.model_for(the_agent)
         setup = build_turn_setup(the_agent, model, checked_surface)
-        turn = Turn(history.id)
+        turn = Turn(history.id, user_id=history.owner_id)
         self._spawn(
             turn,
             self._prompt_turn(
@@ -470,7 +480,16 @@ class Runtime:
         answered = await compare_and_set(
             self.store, history.id, lambda _now: answer_change, current=history, attempts=1
         )
-        turn = Turn(history.id)
+        await self.publish(
+            user_ask_resolved(
+                history.owner_id,
+                history.id,
+                pending,
+                envelope["action"],
+                reason=envelope.get("reason") if isinstance(envelope.get("reason"), str) else None,
+            )
+        )
+        turn = Turn(history.id, user_id=history.owner_id)
         run = TurnRun(
             turn=turn,
             history=answered,
@@ -603,6 +622,10 @@ class Runtime:
                 )
         return turns
 
+    async def publish(self, event: UserEvent) -> None:
+        """Publish `event` on the store's event bus (see `handrail.store.events`)."""
+        await self.store.events.publish(event)
+
     @property
     def running_turns(self) -> int:
         """How many turns are running now. A paused turn is not running: it is its history's
@@ -690,6 +713,7 @@ class Runtime:
             beating = (
                 asyncio.create_task(self.recovery.heartbeat(turn.history_id)) if leased else None
             )
+            await self._turn_event(turn, "turn.started", {})
             try:
                 await work
             except HistoryNotFound:
@@ -705,12 +729,32 @@ class Runtime:
             finally:
                 if beating is not None:
                     beating.cancel()
+                # Published before the turn's stream ends: whoever saw it end can rely on it.
+                await self._turn_ended(turn)
                 await turn.finish()
 
         task = asyncio.create_task(runner(), name=f"handrail-turn-{turn.history_id}")
         turn.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _turn_event(self, turn: Turn, kind: Any, data: dict[str, Any]) -> None:
+        if turn.user_id:
+            await self.publish(
+                UserEvent(kind=kind, user_id=turn.user_id, history_id=turn.history_id, data=data)
+            )
+
+    async def _turn_ended(self, turn: Turn) -> None:
+        """``turn.failed`` or ``turn.finished`` (with the title and the ask it paused on)."""
+        if turn.error is not None:
+            await self._turn_event(turn, "turn.failed", {"error": turn.error})
+            return
+        data: dict[str, Any] = {}
+        if turn.title:
+            data["title"] = turn.title
+        if turn.pending_summary is not None:
+            data["pendingToolCallId"] = turn.pending_summary["toolCallId"]
+        await self._turn_event(turn, "turn.finished", data)
 
     async def _prompt_turn(
         self,
@@ -818,6 +862,11 @@ class Runtime:
             return history, False
         history = await compare_and_set(self.store, history.id, cancel, current=history)
         for pending in cancelled:
+            await self.publish(
+                user_ask_resolved(
+                    history.owner_id, history.id, pending, "cancel", reason="user_sent_message"
+                )
+            )
             await gate_for(pending).cancelled(self._calls, pending, "user_sent_message")
             await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
         return history, bool(cancelled)
@@ -934,6 +983,7 @@ class Runtime:
             return False
         run.turn.error = _failure_text()
         run.turn.pending_summary = pending.public("turn")
+        await self.publish(user_ask_created(run.history.owner_id, run.history.id, pending))
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
         return True
@@ -1023,11 +1073,21 @@ class Runtime:
         except LeaseLost:
             await self._taken_over(run)
             return
+        if title and run.history.title is None:
+            await self.publish(
+                UserEvent(
+                    kind="history.renamed",
+                    user_id=run.history.owner_id,
+                    history_id=history_id,
+                    data={"title": title},
+                )
+            )
         run.turn.title = title
         run.metadata = metadata
         if pending is not None:
             run.turn.pending_summary = pending.public("turn")
             self._expire_later(history_id, pending)
+            await self.publish(user_ask_created(run.history.owner_id, history_id, pending))
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
             done_event(

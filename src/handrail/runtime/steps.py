@@ -24,7 +24,7 @@ from ..asks import (
     validate_clarify_prompts,
 )
 from ..policy import Decision, decide
-from ..store import Store
+from ..store import Store, UserEvent
 from ..store.records import History
 from .action_calls import ActionBinding, ActionCalls, ActionStep
 from .agent import Agent
@@ -94,6 +94,7 @@ class StepRunner:
     async def steps(self, run: TurnRun) -> None:
         """Call the model step by step until it answers without tools or an ask pauses."""
         for step in range(MAX_STEPS):
+            await self.progress(run, "thinking")
             text: list[str] = []
             calls: list[ToolCall] = []
             request = ModelRequest(
@@ -121,6 +122,20 @@ class StepRunner:
                 return
         run.rows.append(assistant_row(f"(The agent stopped after {MAX_STEPS} steps.)"))
         await run.turn.emit(error_event(f"The agent stopped after {MAX_STEPS} steps."))
+
+    async def progress(self, run: TurnRun, phase: str, **data: Any) -> None:
+        """Tell the person what the turn does now (a ``turn.progress`` event): ``thinking``
+        (a model step), ``tool`` (a tool runs: ``toolName``, ``toolCallId``)."""
+        progress = {"phase": phase, **data}
+        run.turn.progress = progress
+        await self.store.events.publish(
+            UserEvent(
+                kind="turn.progress",
+                user_id=run.turn.user_id or run.principal.user_id,
+                history_id=run.history.id,
+                data=progress,
+            )
+        )
 
     async def _run_calls(self, run: TurnRun, calls: list[ToolCall], step: str) -> None:
         setup = run.setup
@@ -256,6 +271,7 @@ class StepRunner:
         if binding.tool.needs_confirmation and run.pause is not None:
             await self.deny(run, call, "one_ask_at_a_time")
             return
+        await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
         step = await self.actions.call(
             binding,
             call,
@@ -301,6 +317,7 @@ class StepRunner:
         if run.recovering == call.id and not _safe_to_run_again(tool):
             await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
             return
+        await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
         executed = (
             call if edited is None else ToolCall(id=call.id, name=call.name, arguments=edited)
         )

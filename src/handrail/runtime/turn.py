@@ -46,8 +46,12 @@ class TurnResult:
 class Turn:
     """The events of one turn, in order. Iterate it for the stream, or await `result()`."""
 
-    def __init__(self, history_id: str) -> None:
+    def __init__(self, history_id: str, *, user_id: str = "") -> None:
         self.history_id = history_id
+        #: The user the turn speaks for (its history's owner): whose events it publishes.
+        self.user_id = user_id
+        #: What the turn does now, as its last ``turn.progress`` event said (None: starting).
+        self.progress: dict[str, Any] | None = None
         self._events: list[Event] = []
         self._changed = asyncio.Condition()
         self._finished = False

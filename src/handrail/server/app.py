@@ -28,6 +28,7 @@ from .config import ServerConfig
 from .confirmations import add_confirmation_routes
 from .connections import add_connection_routes
 from .deliveries import add_delivery_routes
+from .events import add_event_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
 from .info import add_info_routes
@@ -92,6 +93,8 @@ def create_app(
             )
             await hub.start(the_runtime.agents.values())
             app.state.connections = hub
+            # Hear the other processes' events (PostgreSQL) before serving anyone.
+            await the_store.events.start()
             try:
                 # Take over the turns of server processes that stopped (their leases lapsed).
                 the_runtime.start()
@@ -140,6 +143,7 @@ def create_app(
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
     add_delivery_routes(app.router, prefix)  # GET /deliveries: webhooks' and emails' log
     add_link_routes(app.router)  # /links/{token}: the one-time answer links of emails
+    add_event_routes(app.router, prefix)  # GET /events: the caller's events, as SSE
     add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)
     # The last added is the outermost: the request id is set before anything can fail.

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..errors import BadRequest, DomainError, NotOwner, ProblemError
 from ..runtime.turn import Principal, Turn
+from ..store import UserEvent
 from ..store.records import History
 from .audit import answer_via
 from .auth import Caller
@@ -109,8 +110,17 @@ async def _history_body(request: Request, *, create: bool) -> dict[str, Any]:
 async def create_history(request: Request, principal: Caller) -> JSONResponse:
     values = await _history_body(request, create=True)
     agent = runtime_of(request).agent_named(values.get("agent"))
-    history = await store_of(request).histories.create(
+    store = store_of(request)
+    history = await store.histories.create(
         principal.user_id, agent=agent.name, title=values.get("title")
+    )
+    await store.events.publish(
+        UserEvent(
+            kind="history.created",
+            user_id=history.owner_id,
+            history_id=history.id,
+            data={"title": history.title, "agent": history.agent},
+        )
     )
     return ok(request, history_json(history, []), status_code=201)
 
@@ -154,7 +164,7 @@ async def read_history(request: Request, principal: Caller, history_id: HistoryI
 async def update_history(
     request: Request, principal: Caller, history_id: HistoryId
 ) -> JSONResponse:
-    await owned_history(request, principal, history_id)
+    before = await owned_history(request, principal, history_id)
     values = await _history_body(request, create=False)
     store = store_of(request)
     if "title" in values:
@@ -163,14 +173,27 @@ async def update_history(
     if loaded is None:
         raise _not_found(history_id)
     history, rows = loaded
+    if history.title != before.title:
+        await store.events.publish(
+            UserEvent(
+                kind="history.renamed",
+                user_id=history.owner_id,
+                history_id=history.id,
+                data={"title": history.title},
+            )
+        )
     return ok(request, history_json(history, rows))
 
 
 async def delete_history(
     request: Request, principal: Caller, history_id: HistoryId
 ) -> JSONResponse:
-    await owned_history(request, principal, history_id)
-    await store_of(request).histories.delete(history_id)
+    history = await owned_history(request, principal, history_id)
+    store = store_of(request)
+    await store.histories.delete(history_id)
+    await store.events.publish(
+        UserEvent(kind="history.deleted", user_id=history.owner_id, history_id=history_id)
+    )
     return ok(request, {"id": history_id, "deleted": True})
 
 

@@ -19,6 +19,7 @@ from fastapi.openapi.utils import get_openapi
 
 from .._version import __version__
 from ..asks import ASK_KINDS, ASK_SURFACES, ask_json_schemas
+from ..store import EVENT_KINDS
 from .auth import BEARER_SCHEME
 
 __all__ = [
@@ -435,6 +436,25 @@ def _event() -> JsonSchema:
     }
 
 
+def _user_event() -> JsonSchema:
+    return {
+        "title": "UserEvent",
+        "description": "One change that concerns the user (GET /events): `id: <id>`, then "
+        "`data: <this JSON>` and a blank line. `reload` (sent without an id) means events "
+        "were missed: read the state again.",
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "kind": {"type": "string", "enum": list(EVENT_KINDS)},
+            "userId": {"type": "string"},
+            "historyId": {"type": ["string", "null"]},
+            "created": {"type": "string", "format": "date-time"},
+            "data": {"type": "object"},
+        },
+        "required": ["id", "kind", "userId", "historyId", "created", "data"],
+    }
+
+
 def _uploaded_file() -> JsonSchema:
     return {
         "title": "UploadedFile",
@@ -491,6 +511,7 @@ def component_schemas(agents: Sequence[str] = ()) -> dict[str, JsonSchema]:
         "PromptRequest": _prompt_request(agents),
         "PageTools": _page_tools(),
         "TurnEvent": _event(),
+        "UserEvent": _user_event(),
         "UploadedFile": _uploaded_file(),
         **_ask_components(),
     }

@@ -44,6 +44,7 @@ from .config import (
     DEFAULT_MAX_HEADER_BYTES,
     ServerConfig,
 )
+from .events import END_STREAM_KEY
 
 if TYPE_CHECKING:
     import uvicorn
@@ -119,6 +120,16 @@ class GuardedProtocol(HttpToolsProtocol):
             )
             return
         self._wait_for_head()
+
+    def shutdown(self) -> None:
+        """The server is stopping: an open event stream (``GET /events``) ends now, as a
+        finished response, instead of holding the shutdown until its client leaves."""
+        super().shutdown()
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            end = cycle.scope.get(END_STREAM_KEY)
+            if callable(end):
+                end()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:

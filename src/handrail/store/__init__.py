@@ -1,5 +1,5 @@
 """Storage: histories and their rows, uploaded files, the request log, permission levels,
-grants and confirmations.
+grants and confirmations, and the per-user event bus (`handrail.store.events`).
 
 SQLAlchemy Core: a SQLite file (WAL) by default, PostgreSQL for several server processes
 sharing one database. Each operation is one transaction, run off the event loop (see
@@ -31,6 +31,7 @@ from handrail.store.confirmations import (
     confirmations_of,
 )
 from handrail.store.db import DEFAULT_URL, Database, driver_url
+from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
 from handrail.store.histories import HistoryConflict, HistoryRepo, load_history
 from handrail.store.leases import LeaseLost, LeaseRepo, lease_of
@@ -60,6 +61,7 @@ from handrail.store.requests import RequestLog, request_record
 __all__ = [
     "CONFIRMATION_STALE",
     "DEFAULT_URL",
+    "EVENT_KINDS",
     "UNSET",
     "AskStatus",
     "BlobMissing",
@@ -72,6 +74,8 @@ __all__ = [
     "ConfirmationRepo",
     "ConfirmationState",
     "Database",
+    "EventBus",
+    "EventKind",
     "FileRecord",
     "FileRepo",
     "Grant",
@@ -95,8 +99,10 @@ __all__ = [
     "Store",
     "StoredGrantScope",
     "StoredRow",
+    "Subscription",
     "TurnLease",
     "TurnState",
+    "UserEvent",
     "default_blob_dir",
     "request_record",
 ]
@@ -151,6 +157,8 @@ class Store:
         self.confirmations = ConfirmationRepo(db)
         self.leases = LeaseRepo(db)
         self.audit = AuditRepo(db)
+        #: The per-user event bus (see `handrail.store.events`).
+        self.events = EventBus(db)
 
     @classmethod
     async def open(
@@ -186,6 +194,7 @@ class Store:
         return await self.db.snapshot(_load_turn, history_id)
 
     async def close(self) -> None:
+        await self.events.close()
         await self.db.close()
 
     async def __aenter__(self) -> Store:

@@ -1,0 +1,462 @@
+"""The per-user event bus: every change that concerns a user, published once, heard everywhere.
+
+An event is a `UserEvent`: a `kind` tag, an id (24 hex characters), the user it concerns, the
+history it is about (if any), when it happened and its public data. The kinds
+(`EVENT_KINDS`):
+
+==================  ==========================================================================
+``ask.created``     a history now waits on an ask; data ``{ask}``: `PendingAsk.public("event")`
+``ask.answered``    the ask was answered; data ``{toolCallId, action, kind, origin?}``
+``ask.cancelled``   the ask was cancelled; data ``{toolCallId, action, kind, origin?, reason?}``
+``ask.reminder``    an ask is still waiting and someone should be reminded; data ``{ask}``
+``turn.started``    a turn began running; data ``{}``
+``turn.progress``   what the running turn does now; data ``{phase, toolName?, toolCallId?}``
+                    with phase ``thinking`` (a model step), ``tool`` (a tool runs) or
+                    ``waiting`` (it paused on an ask: ``{phase, toolCallId, origin?}``)
+``turn.finished``   the turn ended; data ``{title?, pendingToolCallId?, stopped?}``
+``turn.failed``     the turn ended with an error; data ``{error}`` (text meant for the person)
+``history.created`` a conversation was made; data ``{title, agent}``
+``history.renamed`` its title changed; data ``{title}``
+``history.deleted`` it was deleted; data ``{}``
+``reload``          made by a subscription, never published: events may have been missed (the
+                    replay window was passed, the consumer fell behind, the link to PostgreSQL
+                    dropped); the consumer should read the state again
+==================  ==========================================================================
+
+The data is public: only what the person may see (an ask's ``event`` surface, never its
+replay messages, a secret or a file's bytes). The wire form is `UserEvent.to_json`:
+``{id, kind, userId, historyId, created, data}``.
+
+The bus is `EventBus`, one per `Store` (``store.events``)::
+
+    await store.events.publish(UserEvent(kind="history.renamed", user_id=u, history_id=h,
+                                          data={"title": "Trip"}))
+
+    async with store.events.subscribe(user_id, last_event_id=None) as events:
+        async for event in events:            # UserEvent, kind "reload" included
+            ...
+
+- `EventBus.publish` never raises for a delivery problem (it logs): the state is in the
+  database; an event only tells people to look. It delivers to this process's subscribers at
+  once and, on PostgreSQL, to every other process through ``NOTIFY`` on the channel
+  `CHANNEL` (payloads above PostgreSQL's 8000 byte limit go in several notifications of one
+  transaction, which PostgreSQL delivers together and in order). On SQLite, events stay in the
+  one process.
+- `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
+  webhooks and mail). With `last_event_id` it first replays what came after that id, from the
+  last `REPLAY_WINDOW` events this process saw; an id no longer there gives one ``reload``
+  event instead. A subscriber that falls `QUEUE_SIZE` events behind gets ``reload`` and
+  continues from there. Leaving the ``async with`` ends the subscription.
+- `EventBus.start` begins listening on PostgreSQL (the server's start-up calls it; a first
+  subscription starts it too) and `EventBus.close` stops it (``Store.close`` calls it). A
+  dropped listening connection is reconnected, and every subscriber gets ``reload``.
+- ``publish`` is safe from any task; the constructors `ask_created_event` and
+  `ask_resolved_event` build the ask events from a `PendingAsk`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, cast, get_args
+
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from handrail._util import iso, new_id, utc_now
+from handrail.asks import PendingAsk
+from handrail.store.db import Database
+
+__all__ = [
+    "CHANNEL",
+    "EVENT_KINDS",
+    "QUEUE_SIZE",
+    "REPLAY_WINDOW",
+    "EventBus",
+    "EventKind",
+    "Subscription",
+    "UserEvent",
+    "ask_created_event",
+    "ask_resolved_event",
+]
+
+log = logging.getLogger("handrail.events")
+
+EventKind = Literal[
+    "ask.created",
+    "ask.answered",
+    "ask.cancelled",
+    "ask.reminder",
+    "turn.started",
+    "turn.progress",
+    "turn.finished",
+    "turn.failed",
+    "history.created",
+    "history.renamed",
+    "history.deleted",
+    "reload",
+]
+EVENT_KINDS: Final[tuple[str, ...]] = get_args(EventKind)
+
+#: The PostgreSQL channel every handrail process listens on.
+CHANNEL: Final = "handrail_events"
+#: How many of the latest events a process keeps for ``Last-Event-ID`` replays.
+REPLAY_WINDOW: Final = 1000
+#: How far a subscriber may fall behind before it gets ``reload``.
+QUEUE_SIZE: Final = 500
+#: Characters per notification: at most 4 UTF-8 bytes each, under PostgreSQL's 8000 bytes.
+_CHUNK_CHARS: Final = 1800
+#: Messages in several notifications that may be half received at once.
+_PARTS_KEPT: Final = 64
+_RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UserEvent:
+    """One change that concerns `user_id`, with its public `data` (see the module)."""
+
+    kind: EventKind
+    user_id: str
+    history_id: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=new_id)
+    created: str = field(default_factory=lambda: iso(utc_now()))
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form: ``{id, kind, userId, historyId, created, data}``."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "userId": self.user_id,
+            "historyId": self.history_id,
+            "created": self.created,
+            "data": dict(self.data),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UserEvent:
+        """`to_json`'s inverse. Raises ValueError for a shape that is not an event."""
+        kind = data.get("kind")
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"not an event kind: {kind!r}")
+        user_id, event_id = data.get("userId"), data.get("id")
+        if not isinstance(user_id, str) or not isinstance(event_id, str):
+            raise ValueError("an event needs a userId and an id")
+        history_id = data.get("historyId")
+        payload = data.get("data") or {}
+        created = data.get("created")
+        return cls(
+            kind=cast(EventKind, kind),
+            user_id=user_id,
+            history_id=history_id if isinstance(history_id, str) else None,
+            data=dict(payload) if isinstance(payload, Mapping) else {},
+            id=event_id,
+            created=created if isinstance(created, str) else iso(utc_now()),
+        )
+
+
+#: What `Subscription.end` queues (compared by identity).
+_END: Final = UserEvent(kind="reload", user_id="", id="end", data={"reason": "end"})
+
+
+def ask_created_event(
+    user_id: str, history_id: str, pending: PendingAsk, *, kind: EventKind = "ask.created"
+) -> UserEvent:
+    """``ask.created`` (or ``ask.reminder``) for `pending`: its ``event`` surface only."""
+    return UserEvent(
+        kind=kind, user_id=user_id, history_id=history_id, data={"ask": pending.public("event")}
+    )
+
+
+def ask_resolved_event(
+    user_id: str,
+    history_id: str,
+    pending: PendingAsk,
+    action: str,
+    *,
+    reason: str | None = None,
+) -> UserEvent:
+    """``ask.answered`` (accept, decline) or ``ask.cancelled`` (cancel) for `pending`."""
+    data: dict[str, Any] = {
+        "toolCallId": pending.tool_call_id,
+        "action": action,
+        "kind": pending.card_kind,
+    }
+    if pending.origin:
+        data["origin"] = pending.origin
+    if reason:
+        data["reason"] = reason
+    kind: EventKind = "ask.cancelled" if action == "cancel" else "ask.answered"
+    return UserEvent(kind=kind, user_id=user_id, history_id=history_id, data=data)
+
+
+class Subscription:
+    """The events of one user (or of all, with ``user_id=None``), in the order this process
+    heard them. Iterate it (``async for``); leave the bus's ``async with`` to end it."""
+
+    def __init__(self, bus: EventBus, user_id: str | None, queue_size: int) -> None:
+        self.user_id = user_id
+        self._bus = bus
+        self._queue: asyncio.Queue[UserEvent] = asyncio.Queue()
+        self._size = queue_size
+        self._lagging = False
+        #: True once `end` was called and the queue ran out.
+        self.ended = False
+
+    def wants(self, event: UserEvent) -> bool:
+        return self.user_id is None or event.user_id == self.user_id
+
+    def put(self, event: UserEvent) -> None:
+        """Queue `event` (from the bus's event loop). A full queue is dropped for one
+        ``reload``."""
+        if self._lagging:
+            return
+        if self._queue.qsize() >= self._size:
+            while not self._queue.empty():
+                self._queue.get_nowait()
+            self._queue.put_nowait(self.reload("behind"))
+            self._lagging = True
+            return
+        self._queue.put_nowait(event)
+
+    def end(self) -> None:
+        """End the subscription from outside (a server shutting down): `get` returns None
+        from now on, and iterating stops."""
+        self._queue.put_nowait(_END)
+
+    def reload(self, reason: str) -> UserEvent:
+        return UserEvent(kind="reload", user_id=self.user_id or "", data={"reason": reason})
+
+    async def get(self, timeout: float | None = None) -> UserEvent | None:
+        """The next event; None when `timeout` seconds pass without one, or once `end` was
+        called (then `ended` is True)."""
+        if self.ended:
+            return None
+        try:
+            if timeout is None:
+                event = await self._queue.get()
+            else:
+                event = await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None
+        if event is _END:
+            self.ended = True
+            return None
+        if event.kind == "reload":
+            self._lagging = False
+        return event
+
+    def __aiter__(self) -> AsyncIterator[UserEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[UserEvent]:
+        while True:
+            event = await self.get()
+            if event is None:
+                return
+            yield event
+
+
+class EventBus:
+    """Publishes `UserEvent`s to this process's subscribers and, on PostgreSQL, to every
+    other process's (see the module). `db` None is a bus for one process only."""
+
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        window: int = REPLAY_WINDOW,
+        queue_size: int = QUEUE_SIZE,
+    ) -> None:
+        self._db = db
+        self._remote = db is not None and db.backend == "postgresql"
+        self._recent: collections.deque[UserEvent] = collections.deque(maxlen=window)
+        self._subscribers: set[Subscription] = set()
+        self._queue_size = queue_size
+        self.origin = new_id()
+        self._listener: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event() if self._remote else None
+        self._parts: collections.OrderedDict[str, list[str | None]] = collections.OrderedDict()
+        self._closed = False
+
+    # ------------------------------------------------------------------------ publishing
+
+    async def publish(self, event: UserEvent) -> None:
+        """Deliver `event` here and (PostgreSQL) to the other processes. Never raises for a
+        failed delivery; it is logged."""
+        if event.kind == "reload":
+            raise ValueError("reload is made by subscriptions, never published")
+        self._deliver(event)
+        if not self._remote or self._db is None:
+            return
+        message = json.dumps(
+            {"o": self.origin, "e": event.to_json()}, ensure_ascii=False, separators=(",", ":")
+        )
+        try:
+            await self._db.write(_notify, _payloads(event.id, message))
+        except Exception:
+            log.exception("could not send the %s event %s to other processes", event.kind, event.id)
+
+    def _deliver(self, event: UserEvent) -> None:
+        self._recent.append(event)
+        for subscription in list(self._subscribers):
+            if subscription.wants(event):
+                subscription.put(event)
+
+    # ------------------------------------------------------------------------ subscribing
+
+    @contextlib.asynccontextmanager
+    async def subscribe(
+        self, user_id: str | None, *, last_event_id: str | None = None
+    ) -> AsyncIterator[Subscription]:
+        """A `Subscription` to `user_id`'s events (None: everyone's). With `last_event_id`,
+        the events after it come first, or one ``reload`` when it is out of the window."""
+        if self._remote and self._listener is None:
+            await self.start()
+        subscription = Subscription(self, user_id, self._queue_size)
+        if last_event_id:
+            replay = self.since(last_event_id, user_id)
+            if replay is None:
+                subscription.put(subscription.reload("missed"))
+            else:
+                for event in replay:
+                    subscription.put(event)
+        self._subscribers.add(subscription)
+        try:
+            yield subscription
+        finally:
+            self._subscribers.discard(subscription)
+
+    def since(self, event_id: str, user_id: str | None) -> list[UserEvent] | None:
+        """The kept events after `event_id` (of `user_id`, None: all); None when that id is
+        not among them."""
+        recent = list(self._recent)
+        for index in range(len(recent) - 1, -1, -1):
+            if recent[index].id == event_id:
+                return [e for e in recent[index + 1 :] if user_id is None or e.user_id == user_id]
+        return None
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions are open in this process."""
+        return len(self._subscribers)
+
+    # ------------------------------------------------------------------------ PostgreSQL
+
+    async def start(self) -> None:
+        """Listen for other processes' events (PostgreSQL; nothing to do on SQLite). Returns
+        once listening."""
+        if not self._remote or self._closed:
+            return
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen(), name="handrail-events-listen")
+        assert self._listening is not None
+        waiting = asyncio.ensure_future(self._listening.wait())
+        done, _ = await asyncio.wait({waiting, self._listener}, return_when="FIRST_COMPLETED")
+        if waiting not in done:
+            waiting.cancel()
+
+    async def close(self) -> None:
+        """Stop listening; open subscriptions hear nothing more."""
+        self._closed = True
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+
+    async def _listen(self) -> None:
+        attempt = 0
+        first = True
+        while not self._closed:
+            try:
+                await self._listen_once(first)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("listening for events failed (%s); reconnecting", type(exc).__name__)
+            first = False
+            if self._listening is not None:
+                self._listening.clear()
+            delay = _RECONNECT_S[min(attempt, len(_RECONNECT_S) - 1)]
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _listen_once(self, first: bool) -> None:
+        assert self._db is not None
+        assert isinstance(self._db.engine, AsyncEngine)
+        lost = asyncio.Event()
+        connection: AsyncConnection = await self._db.engine.connect()
+        try:
+            raw = await connection.get_raw_connection()
+            driver: Any = raw.driver_connection
+            driver.add_termination_listener(lambda _c: lost.set())
+            await driver.add_listener(CHANNEL, self._heard)
+            assert self._listening is not None
+            self._listening.set()
+            if not first:  # events may have come while the link was down
+                for subscription in list(self._subscribers):
+                    subscription.put(subscription.reload("reconnected"))
+            while not lost.is_set():
+                # A quiet connection is checked now and then: a dead one raises here.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(lost.wait(), 15)
+                if not lost.is_set():
+                    await driver.execute("SELECT 1")
+        finally:
+            with contextlib.suppress(Exception):
+                await connection.invalidate()
+            with contextlib.suppress(Exception):
+                await connection.close()
+
+    def _heard(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        """A notification (on the event loop, from asyncpg)."""
+        try:
+            message = self._assemble(payload)
+            if message is None:
+                return
+            parsed = json.loads(message)
+            if parsed.get("o") == self.origin:
+                return  # this process delivered it when it published
+            event = UserEvent.from_json(parsed["e"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("an event notification could not be read; it is dropped")
+            return
+        self._deliver(event)
+
+    def _assemble(self, payload: str) -> str | None:
+        if payload.startswith("m|"):
+            return payload[2:]
+        if not payload.startswith("c|"):
+            raise ValueError("unknown notification")
+        _, key, index, count, part = payload.split("|", 4)
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = [None] * int(count)
+            self._parts[key] = parts
+            while len(self._parts) > _PARTS_KEPT:
+                self._parts.popitem(last=False)
+        parts[int(index)] = part
+        if any(p is None for p in parts):
+            return None
+        del self._parts[key]
+        return "".join(cast(list[str], parts))
+
+
+def _payloads(key: str, message: str) -> list[str]:
+    if len(message) <= _CHUNK_CHARS:
+        return ["m|" + message]
+    chunks = [message[i : i + _CHUNK_CHARS] for i in range(0, len(message), _CHUNK_CHARS)]
+    return [f"c|{key}|{i}|{len(chunks)}|{chunk}" for i, chunk in enumerate(chunks)]
+
+
+def _notify(connection: Connection, payloads: list[str]) -> None:
+    for payload in payloads:
+        connection.execute(
+            text("SELECT pg_notify(:channel, :payload)"), {"channel": CHANNEL, "payload": payload}
+        )

@@ -1,0 +1,200 @@
+"""The per-user event bus: delivery to the right user, replay by id, reload, and (on
+PostgreSQL) events between two stores on one database, as between two processes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from handrail.asks import PendingAsk
+from handrail.store import Store, UserEvent
+from handrail.store.events import (
+    EventBus,
+    ask_created_event,
+    ask_resolved_event,
+)
+
+
+def _event(user: str, kind: str = "history.renamed", **data: object) -> UserEvent:
+    return UserEvent(kind=kind, user_id=user, history_id="h" * 24, data=data)  # type: ignore[arg-type]
+
+
+async def test_a_subscriber_hears_only_its_users_events(store: Store) -> None:
+    async with (
+        store.events.subscribe("alice") as alice,
+        store.events.subscribe("bob") as bob,
+        store.events.subscribe(None) as everyone,
+    ):
+        await store.events.publish(_event("alice", title="one"))
+        await store.events.publish(_event("bob", title="two"))
+        first = await alice.get(timeout=2)
+        assert first is not None
+        assert first.data == {"title": "one"}
+        assert await alice.get(timeout=0.05) is None
+        second = await bob.get(timeout=2)
+        assert second is not None
+        assert second.user_id == "bob"
+        heard = [await everyone.get(timeout=2), await everyone.get(timeout=2)]
+        assert [e.user_id for e in heard if e] == ["alice", "bob"]
+    assert store.events.subscribers == 0
+
+
+async def test_replay_after_an_id_and_reload_for_an_unknown_one() -> None:
+    bus = EventBus(window=4)
+    sent = [_event("alice", title=str(i)) for i in range(5)]
+    for event in sent:
+        await bus.publish(event)
+    await bus.publish(_event("bob"))
+    async with bus.subscribe("alice", last_event_id=sent[2].id) as events:
+        replayed = [await events.get(timeout=1), await events.get(timeout=1)]
+        assert [e.id for e in replayed if e] == [sent[3].id, sent[4].id]
+        assert await events.get(timeout=0.05) is None
+    # sent[0] fell out of the four-event window: one reload instead.
+    async with bus.subscribe("alice", last_event_id=sent[0].id) as events:
+        reload = await events.get(timeout=1)
+        assert reload is not None
+        assert reload.kind == "reload"
+        assert await events.get(timeout=0.05) is None
+
+
+async def test_a_subscriber_that_falls_behind_gets_reload_then_goes_on() -> None:
+    bus = EventBus(queue_size=3)
+    async with bus.subscribe("alice") as events:
+        for i in range(10):
+            await bus.publish(_event("alice", title=str(i)))
+        got = await events.get(timeout=1)
+        assert got is not None
+        assert got.kind == "reload"
+        assert await events.get(timeout=0.05) is None
+        await bus.publish(_event("alice", title="after"))
+        later = await events.get(timeout=1)
+        assert later is not None
+        assert later.data == {"title": "after"}
+
+
+async def test_reload_is_never_published() -> None:
+    with pytest.raises(ValueError, match="reload"):
+        await EventBus().publish(_event("alice", kind="reload"))
+
+
+def test_the_wire_form_round_trips_and_ask_events_show_public_keys_only() -> None:
+    pending = PendingAsk(
+        tool_call_id="call-1",
+        kind="confirm",
+        input={"question": "Send?"},
+        simple={"kind": "confirm"},
+        origin="approval",
+        tool_name="send",
+        prompt_index=3,
+        response_messages=[{"secret": "replay"}],
+        confirmation_id="c" * 24,
+    )
+    created = ask_created_event("alice", "h" * 24, pending)
+    assert created.kind == "ask.created"
+    assert "promptIndex" not in created.data["ask"]
+    assert "responseMessages" not in created.data["ask"]
+    assert "confirmationId" not in created.data["ask"]
+    assert UserEvent.from_json(created.to_json()) == created
+    cancelled = ask_resolved_event("alice", "h" * 24, pending, "cancel", reason="stopped")
+    assert cancelled.kind == "ask.cancelled"
+    assert cancelled.data == {
+        "toolCallId": "call-1",
+        "action": "cancel",
+        "kind": "confirm",
+        "origin": "approval",
+        "reason": "stopped",
+    }
+    assert ask_resolved_event("alice", "h" * 24, pending, "accept").kind == "ask.answered"
+    with pytest.raises(ValueError, match="not an event kind"):
+        UserEvent.from_json({"kind": "nope", "userId": "a", "id": "b"})
+
+
+@pytest.mark.parametrize("size", [10, 30_000])
+async def test_postgresql_carries_events_between_two_stores(
+    postgres_cluster: object, tmp_path: Path, size: int
+) -> None:
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        await two.events.start()
+        async with two.events.subscribe("alice") as heard, one.events.subscribe("alice") as own:
+            sent = _event("alice", title="é" * size)  # several notifications when large
+            await one.events.publish(sent)
+            got = await heard.get(timeout=5)
+            assert got == sent
+            mine = await own.get(timeout=1)
+            assert mine == sent
+            # The publisher hears its own event once, not again through NOTIFY.
+            assert await own.get(timeout=0.3) is None
+            # What process two heard, it replays.
+            await one.events.publish(_event("alice", title="next"))
+            assert await heard.get(timeout=5) is not None
+        async with two.events.subscribe("alice", last_event_id=sent.id) as again:
+            replayed = await again.get(timeout=1)
+            assert replayed is not None
+            assert replayed.data == {"title": "next"}
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_events_stay_in_the_process_on_sqlite(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        async with two.events.subscribe("alice") as heard:
+            await one.events.publish(_event("alice"))
+            assert await heard.get(timeout=0.2) is None
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_a_dropped_listening_connection_reconnects_with_reload(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        await two.events.start()
+        async with two.events.subscribe("alice") as heard:
+            # Another session ends the listener's connection, as a restart would.
+            await one.db.write(_terminate_listeners)
+            reload = await heard.get(timeout=10)
+            assert reload is not None
+            assert reload.kind == "reload"
+            for _ in range(50):
+                await one.events.publish(_event("alice", title="back"))
+                got = await heard.get(timeout=0.2)
+                if got is not None:
+                    break
+            assert got is not None
+            assert got.data == {"title": "back"}
+    finally:
+        await one.close()
+        await two.close()
+
+
+def _terminate_listeners(connection: object) -> None:
+    from sqlalchemy import text
+
+    connection.execute(  # type: ignore[attr-defined]
+        text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+            "AND query LIKE 'LISTEN%'"
+        )
+    )
+
+
+async def test_publishing_is_safe_from_many_tasks() -> None:
+    bus = EventBus()
+    async with bus.subscribe("alice") as events:
+        await asyncio.gather(*(bus.publish(_event("alice", n=i)) for i in range(20)))
+        got = [await events.get(timeout=1) for _ in range(20)]
+        assert sorted(e.data["n"] for e in got if e) == list(range(20))
