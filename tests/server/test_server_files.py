@@ -89,7 +89,7 @@ class TestUpload:
             problem = response.json()
             assert problem["title"] == "File too large"
             assert problem["code"] == "FILE_TOO_LARGE"
-            assert "1000 bytes" in problem["detail"]
+            assert "the upload limit of 1.0 KB" in problem["detail"]
             huge = await upload(api, b"x" * 200_000, "a.txt", "text/plain")
             assert huge.status_code == 413
 

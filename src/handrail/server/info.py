@@ -58,6 +58,8 @@ def server_info(request: Request, principal: Principal) -> dict[str, Any]:
         "agents": agents,
         "playbook": list(playbook),
         "playbookNotes": dict(notes),
+        # The per-file cap of uploads, so a page can refuse a file before sending it.
+        "maxUploadBytes": getattr(request.app.state, "upload_cap", None),
     }
 
 
@@ -105,6 +107,10 @@ INFO_SCHEMA: Final[JsonSchema] = {
             "type": "object",
             "additionalProperties": {"type": "string"},
             "description": "A note to show with some of the prompts, by prompt.",
+        },
+        "maxUploadBytes": {
+            "type": ["integer", "null"],
+            "description": "The per-file cap of POST /files/upload, in bytes.",
         },
     },
     "required": ["user", "model", "modelIsAI", "agents", "playbook", "playbookNotes"],

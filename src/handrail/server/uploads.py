@@ -57,10 +57,20 @@ EXTENSION_TYPES: Final = {
 _TYPE: Final = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*")
 
 
+def _size_text(size: int) -> str:
+    """A size as a person reads it: ``512 bytes``, ``3.2 KB``, ``10.5 MB`` (powers of 1000, as
+    the web UI shows them)."""
+    if size < 1000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} KB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
 def _too_large(cap: int) -> PayloadTooLarge:
     return PayloadTooLarge(
         "File too large",
-        f"The file is larger than the upload limit of {cap} bytes.",
+        f"The file is larger than the upload limit of {_size_text(cap)}; send a smaller file.",
         code="FILE_TOO_LARGE",
     )
 

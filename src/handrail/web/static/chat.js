@@ -166,6 +166,7 @@ export function chatPage(main, ctx) {
       setTimeout(() => state.alive && load(), 600);
     },
     safetyClass: (toolName) => state.safety.get(toolName) || null,
+    maxUploadBytes: Number.isInteger(info.maxUploadBytes) ? info.maxUploadBytes : null,
     // The call a gate holds is named by its id (two calls of one tool keep their own arguments).
     heldCall: (ask) => (ask.heldToolCallId ? state.calls.get(ask.heldToolCallId) || null : null),
   };

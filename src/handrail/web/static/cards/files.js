@@ -62,6 +62,9 @@ export const files = {
       .join(",");
     const kinds = words((input.accept || []).map((a) => (ACCEPT[a] ? ACCEPT[a].label : a)), "or");
     const picked = [];
+    // Checked before anything is uploaded: each file's type and size, and the count.
+    const limit = card.ctx && Number.isInteger(card.ctx.maxUploadBytes) ? card.ctx.maxUploadBytes : null;
+    let leftOut = [];
     const pickerId = uid("files");
     const status = h("p", { class: "choice-status", id: uid("status"), "aria-live": "polite" });
     const picker = h("input", {
@@ -73,8 +76,10 @@ export const files = {
       "aria-describedby": status.id,
       onchange: () => {
         if (max === 1 && picker.files.length) picked.length = 0;
+        leftOut = [];
         for (const file of picker.files) {
           if (picked.length < max) picked.push(file);
+          else leftOut.push(file.name);
         }
         picker.value = "";
         renderList();
@@ -84,11 +89,28 @@ export const files = {
     const submit = button(input.submitLabel || "Submit", { variant: "primary", type: "submit", "aria-describedby": status.id });
     const listError = card.errorSlot("content.files", picker);
 
+    /** What is wrong with a picked file, before it is sent, or null. */
+    function problemOf(file) {
+      const type = fileType(file, allowed);
+      if (allowed.length && !allowed.includes(type)) return `${file.name} is not ${kinds}: pick another file.`;
+      if (limit !== null && file.size > limit) {
+        return `${file.name} is ${bytes(file.size)}, more than the limit of ${bytes(limit)}: pick a smaller file.`;
+      }
+      return null;
+    }
+
     function renderList() {
+      let bad = 0;
       list.replaceChildren(
         ...picked.map((file, index) => {
           const type = fileType(file, allowed);
           const error = card.errorSlot(`content.files[${index}]`);
+          const problem = problemOf(file);
+          if (problem) {
+            bad += 1;
+            error.textContent = problem;
+            error.hidden = false;
+          }
           return h(
             "li",
             { class: "file-item" },
@@ -99,6 +121,7 @@ export const files = {
               "aria-label": `Remove ${file.name}`,
               onClick: () => {
                 picked.splice(index, 1);
+                leftOut = [];
                 renderList();
                 picker.focus();
               },
@@ -108,9 +131,14 @@ export const files = {
         }),
       );
       const count = picked.length;
-      const ok = count >= min && count <= max;
+      const ok = count >= min && count <= max && bad === 0;
       const range = min === max ? `${min}` : `${min} to ${max}`;
-      status.textContent = `Pick ${range} file${max === 1 ? "" : "s"} (${kinds}). ${count} picked.`;
+      const size = limit !== null ? `, each at most ${bytes(limit)}` : "";
+      let text = `Pick ${range} file${max === 1 ? "" : "s"} (${kinds}${size}). ${count} picked.`;
+      if (leftOut.length) {
+        text += ` At most ${max} can be sent, so ${words(leftOut.map((n) => `“${n}”`), "and")} ${leftOut.length === 1 ? "was" : "were"} not added.`;
+      }
+      status.textContent = text;
       submit.dataset.locked = ok ? "false" : "true";
       submit.disabled = !ok || card.busy;
     }

@@ -37,6 +37,8 @@ export const markdown = {
     const preview = h("div", { class: "md-preview markdown-body" });
     const previewId = uid("preview");
     const changedNote = h("span", { class: "changed-note" });
+    const submit = button(input.submitLabel || "Submit", { variant: "primary", type: "submit" });
+    submit.setAttribute("aria-describedby", counter.id);
     function update() {
       const text = editor.value;
       preview.replaceChildren(
@@ -50,10 +52,15 @@ export const markdown = {
         `${length} / ${max} characters` + (min ? ` (at least ${min})` : "") +
         (over ? ` — ${length - max} too many.` : under ? ` — ${min - trimmed} more needed.` : ".");
       counter.classList.toggle("counter-bad", over || under);
+      // A draft out of bounds cannot be sent; the counter says by how much.
+      submit.disabled = over || under;
+      submit.dataset.locked = String(over || under);
       changedNote.textContent = text === initial ? "Unchanged draft" : "Edited";
     }
     let pending = 0;
     editor.addEventListener("input", () => {
+      // An error the server gave is about the text as it was: editing clears it.
+      card.clearErrors();
       cancelAnimationFrame(pending);
       pending = requestAnimationFrame(update);
     });
@@ -81,7 +88,7 @@ export const markdown = {
         ),
         card.errorSlot("content", editor),
         card.actions(
-          button(input.submitLabel || "Submit", { variant: "primary", type: "submit" }),
+          submit,
           allowDecline ? card.skipButton() : null,
           changedNote,
         ),
