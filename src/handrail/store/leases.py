@@ -26,6 +26,21 @@ __all__ = ["LeaseLost", "LeaseRepo", "lease_of", "release_lease", "write_lease"]
 
 L = turn_leases.c
 _OF_HISTORY = Prepared(select(turn_leases).where(L.history_id == bindparam("history_id")))
+_DROP = Prepared(delete(turn_leases).where(L.history_id == bindparam("history_id")))
+_DROP_OWNED = Prepared(
+    delete(turn_leases).where(
+        L.history_id == bindparam("history_id"), L.owner == bindparam("lease_owner")
+    )
+)
+_HOLD = Prepared(
+    insert(turn_leases).values(
+        history_id=bindparam("history_id", type_=L.history_id.type),
+        owner=bindparam("lease_owner", type_=L.owner.type),
+        until=bindparam("until", type_=L.until.type),
+        state=bindparam("state", type_=L.state.type),
+        created=bindparam("created", type_=L.created.type),
+    )
+)
 
 
 class LeaseLost(Conflict):
@@ -102,26 +117,26 @@ def lease_of(connection: Connection, history_id: str) -> TurnLease | None:
 
 def write_lease(connection: Connection, lease: TurnLease) -> None:
     """Hold `lease` from now on, in the caller's transaction (replacing any other)."""
-    connection.execute(delete(turn_leases).where(L.history_id == lease.history_id))
-    connection.execute(
-        insert(turn_leases).values(
-            history_id=lease.history_id,
-            owner=lease.owner,
-            until=lease.until,
-            state=lease.state,
-            created=lease.created,
-        )
+    _DROP.run(connection, {"history_id": lease.history_id})
+    _HOLD.run(
+        connection,
+        {
+            "history_id": lease.history_id,
+            "lease_owner": lease.owner,
+            "until": lease.until,
+            "state": lease.state,
+            "created": lease.created,
+        },
     )
 
 
 def release_lease(connection: Connection, history_id: str, owner: str | None = None) -> None:
     """Remove the history's lease (only `owner`'s, when given: `LeaseLost` otherwise), in the
     caller's transaction."""
-    statement = delete(turn_leases).where(L.history_id == history_id)
     if owner is None:
-        connection.execute(statement)
+        _DROP.run(connection, {"history_id": history_id})
         return
-    if not connection.execute(statement.where(L.owner == owner)).rowcount:
+    if not _DROP_OWNED.run(connection, {"history_id": history_id, "lease_owner": owner}):
         raise LeaseLost(history_id, owner)
 
 

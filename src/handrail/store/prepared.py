@@ -27,7 +27,7 @@ from typing import Any, cast
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import Delete, Insert, Select, Update
-from sqlalchemy.sql.compiler import Compiled
+from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 
 __all__ = ["Prepared"]
 
@@ -36,23 +36,28 @@ Statement = Select[Any] | Insert | Update | Delete
 Processor = Callable[[Any], Any] | None
 
 
+#: A parameter the caller must give (a `bindparam` without a value).
+_REQUIRED: Any = object()
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     compiled: Compiled
     sql: str
-    names: tuple[str, ...]
-    binds: tuple[Processor, ...]
+    #: Per position: the caller's parameter name, its value when the caller gives none (a
+    #: literal of the statement, or `_REQUIRED`), and its bind processor.
+    slots: tuple[tuple[str, Any, Processor], ...]
     columns: tuple[tuple[str, Processor], ...]
 
     def positional(self, params: Params) -> tuple[Any, ...]:
-        values = self.compiled.construct_params(params)
-        assert values is not None
-        return tuple(
-            value if process is None else process(value)
-            for value, process in zip(
-                (values[name] for name in self.names), self.binds, strict=True
-            )
-        )
+        # What `Compiled.construct_params` does for named binds, without its general work.
+        out = []
+        for key, default, process in self.slots:
+            value = params.get(key, default)
+            if value is _REQUIRED:
+                raise KeyError(f"The statement needs the parameter {key!r}.")
+            out.append(value if process is None else process(value))
+        return tuple(out)
 
     def rows(self, cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
         columns = self.columns
@@ -72,6 +77,14 @@ def _single(processor: object) -> Processor:
     if processor is None or callable(processor):
         return cast(Processor, processor)
     raise TypeError("Prepared statements take no expanding (IN) parameters.")
+
+
+def _slot(compiled: Compiled, name: str, processor: object) -> tuple[str, Any, Processor]:
+    bind = cast(SQLCompiler, compiled).binds[name]
+    if bind.callable is not None:
+        raise TypeError("Prepared statements take no parameters with a callable value.")
+    default = _REQUIRED if bind.required else bind.effective_value
+    return bind.key, default, _single(processor)
 
 
 class Prepared:
@@ -101,8 +114,7 @@ class Prepared:
             plan = _Plan(
                 compiled=compiled,
                 sql=compiled.string,
-                names=names,
-                binds=tuple(_single(processors.get(name)) for name in names),
+                slots=tuple(_slot(compiled, name, processors.get(name)) for name in names),
                 columns=tuple(
                     (entry.keyname, entry.type._cached_result_processor(dialect, None))
                     for entry in getattr(compiled, "_result_columns", ())
