@@ -8,9 +8,15 @@ Every store operation is one plain function of a SQLAlchemy `Connection`, run in
 by `Database.read`, `Database.snapshot` or `Database.write`, so each backend runs it the way it
 runs fastest without blocking the event loop:
 
-- SQLite: the whole transaction runs in one hop to a worker thread of the database's own pool
-  (``sqlite3`` blocks, on the disk's fsync above all), so a transaction of several statements
-  costs one thread round trip, not one per statement.
+- SQLite: the whole transaction runs in one hop to a thread of the database's own (``sqlite3``
+  blocks, on the disk's fsync above all), so a transaction of several statements costs one
+  thread round trip, not one per statement. Reads run on a few reader threads (WAL lets them
+  go on beside a writer). Writes run on one writer thread, which groups the write transactions
+  that queued up while it was busy into one commit: each runs in its own savepoint, so one that
+  raises is rolled back alone and its caller gets its error, while the others commit together,
+  with one fsync for all of them; no caller hears of success before that commit is on disk. A
+  group whose commit fails, or whose transaction SQLite itself rolled back, runs again one
+  transaction per write.
 - PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
   (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
@@ -44,7 +50,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
@@ -82,9 +88,15 @@ SYNCHRONOUS_LEVELS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 #: SQLite waits this long for another writer's lock before giving up.
 BUSY_TIMEOUT_S: Final = 30
 
-#: How many SQLite transactions run at once (each on its own thread and connection). WAL lets
-#: readers go on beside the one writer; writers queue on the database's lock.
+#: How many SQLite read transactions run at once (each on its own thread and connection). WAL
+#: lets readers go on beside the one writer.
 SQLITE_THREADS: Final = 4
+
+#: At most this many write transactions share one SQLite commit.
+GROUP_COMMIT_MAX: Final = 64
+
+#: The savepoint each write of a group runs in.
+_SAVEPOINT: Final = "handrail_write"
 
 #: The name of handrail's engines in SQLAlchemy's logs: they log to
 #: ``sqlalchemy.engine.Engine.handrail``.
@@ -294,6 +306,64 @@ class _Workers:
             thread.join()
 
 
+class _Writer:
+    """The one thread that runs a SQLite database's write transactions, several at a time.
+
+    A call waits in a queue; the thread takes every call queued (at most `GROUP_COMMIT_MAX`)
+    and gives them to `run_group`, which commits them together and returns each one's outcome
+    (a result or an error). Every caller is answered after the group's commit. A call made
+    `alone` (migrations) gets a transaction of its own.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        run_group: Callable[[list[tuple[Callable[..., Any], tuple[Any, ...]]]], list[Any]],
+    ) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._run_group = run_group
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, function: Callable[..., T], args: tuple[Any, ...], alone: bool) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((loop, future, function, args, alone))
+        return future
+
+    def _serve(self) -> None:
+        held: Any = None  # a call taken from the queue that must start the next group
+        while True:
+            job = held if held is not None else self._queue.get()
+            held = None
+            if job is _STOP:
+                return
+            group = [job]
+            if not job[4]:
+                while len(group) < GROUP_COMMIT_MAX:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is _STOP or more[4]:
+                        held = more
+                        break
+                    group.append(more)
+            try:
+                outcomes = self._run_group([(f, args) for _, _, f, args, _ in group])
+            except BaseException as exc:  # the thread goes on; every caller hears of it
+                outcomes = [(None, exc)] * len(group)
+            for (loop, future, *_), (result, error) in zip(group, outcomes, strict=True):
+                # A loop that closed meanwhile has nobody waiting (RuntimeError).
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(_settle, future, result, error)
+
+    def shutdown(self) -> None:
+        """Let the queued calls finish, then stop the thread."""
+        self._queue.put(_STOP)
+        self._thread.join()
+
+
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
     if future.cancelled():
         return
@@ -325,6 +395,7 @@ class Database:
             "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
         )
         self._executor: _Workers | None = None
+        self._writer: _Writer | None = None
         # Each SQLite worker thread keeps its own connection (no pool checkout per transaction).
         self._local = threading.local()
         self._kept: list[Connection] = []
@@ -335,6 +406,8 @@ class Database:
             memory = self.engine.pool.__class__ is pool.StaticPool
             # One thread for an in-memory database: its one connection is shared.
             self._executor = _Workers(1 if memory else SQLITE_THREADS, "handrail-sqlite")
+            if not memory:
+                self._writer = _Writer("handrail-sqlite-writer", self._write_group)
         else:
             self.engine = create_async_engine(
                 self.url, echo=echo, hide_parameters=True, logging_name=LOGGING_NAME
@@ -364,7 +437,7 @@ class Database:
             else create_engine(
                 self.url,
                 poolclass=pool.QueuePool,
-                pool_size=SQLITE_THREADS,
+                pool_size=SQLITE_THREADS + 1,  # the readers and the writer
                 max_overflow=0,
                 **options,
             )
@@ -405,6 +478,8 @@ class Database:
         writes: bool,
         work: Callable[..., T],
         args: tuple[Any, ...],
+        *,
+        alone: bool = False,
     ) -> T:
         try:
             if isinstance(engine, AsyncEngine):
@@ -412,13 +487,15 @@ class Database:
                     return await connection.run_sync(work, *args)
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
+            if writes and self._writer is not None:
+                return cast(T, await self._writer.run(work, args, alone))
             return await self._executor.run(self._in_transaction, writes, work, args)
         except Exception as exc:
             without_values(exc)
             raise
 
-    def _in_transaction(self, writes: bool, work: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """On a SQLite worker thread: `work` in a transaction on the thread's own connection."""
+    def _connection(self) -> Connection:
+        """This SQLite thread's own connection."""
         connection: Connection | None = getattr(self._local, "connection", None)
         if connection is None or connection.closed or connection.invalidated:
             assert isinstance(self.engine, Engine)
@@ -426,9 +503,52 @@ class Database:
             self._local.connection = connection
             with self._kept_lock:
                 self._kept.append(connection)
+        return connection
+
+    def _in_transaction(self, writes: bool, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """On a SQLite thread: `work` in a transaction on the thread's own connection."""
+        connection = self._connection()
         self._local.writes = writes  # read by `on_begin`
         with connection.begin():
             return work(connection, *args)
+
+    def _write_alone(self, work: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
+        try:
+            return self._in_transaction(True, work, args), None
+        except BaseException as exc:  # handed to the caller, never lost
+            return None, exc
+
+    def _write_group(
+        self, group: list[tuple[Callable[..., Any], tuple[Any, ...]]]
+    ) -> list[tuple[Any, BaseException | None]]:
+        """On the writer thread: the writes of `group` in one transaction, each in a savepoint
+        (rolled back alone when it raises); each one's (result, error). When the transaction as
+        a whole fails, each write runs again in a transaction of its own."""
+        if len(group) == 1:
+            return [self._write_alone(*group[0])]
+        connection = self._connection()
+        self._local.writes = True
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        try:
+            with connection.begin():
+                driver = connection.connection.driver_connection
+                assert isinstance(driver, sqlite3.Connection)
+                for work, args in group:
+                    driver.execute(f"SAVEPOINT {_SAVEPOINT}")
+                    try:
+                        result = work(connection, *args)
+                    except Exception as exc:
+                        if not driver.in_transaction:
+                            raise  # SQLite rolled the whole transaction back
+                        driver.execute(f"ROLLBACK TO {_SAVEPOINT}")
+                        driver.execute(f"RELEASE {_SAVEPOINT}")
+                        outcomes.append((None, exc))
+                    else:
+                        driver.execute(f"RELEASE {_SAVEPOINT}")
+                        outcomes.append((result, None))
+        except Exception:
+            return [self._write_alone(work, args) for work, args in group]
+        return outcomes
 
     async def read(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``work(connection, *args)`` in a read transaction; its result."""
@@ -447,7 +567,7 @@ class Database:
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision. A no-op when it is there already."""
-        await self.write(_upgrade_to_head)
+        await self._run(self.engine, True, _upgrade_to_head, (), alone=True)
 
     async def close(self) -> None:
         """Close every pooled connection (and, on SQLite, the worker threads)."""
@@ -455,8 +575,12 @@ class Database:
             await self.engine.dispose()
             return
         executor, self._executor = self._executor, None
+        writer, self._writer = self._writer, None
+        loop = asyncio.get_running_loop()
+        if writer is not None:
+            await loop.run_in_executor(None, writer.shutdown)
         if executor is not None:
-            await asyncio.get_running_loop().run_in_executor(None, executor.shutdown)
+            await loop.run_in_executor(None, executor.shutdown)
         with self._kept_lock:
             kept, self._kept = self._kept, []
         for connection in kept:

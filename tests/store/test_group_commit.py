@@ -1,0 +1,159 @@
+"""SQLite group commit: write transactions that queue up together share one commit, each in its
+own savepoint, so one that fails is rolled back alone and no caller hears of success before
+the commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, event, text
+from sqlalchemy.exc import IntegrityError
+
+from handrail.store import Database
+from handrail.store.db import GROUP_COMMIT_MAX
+
+WRITERS = 12
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[tuple[Database, list[str]]]:
+    """A SQLite database at FULL with a table `t`, and the SQL of every transaction start
+    (``BEGIN`` or ``BEGIN IMMEDIATE``) and commit its connections make from now on."""
+    database = Database(f"sqlite:///{tmp_path / 'g.db'}", synchronous="FULL")
+    await database.write(_create)
+    seen: list[str] = []
+
+    @event.listens_for(database.engine, "commit")
+    def on_commit(connection: Connection) -> None:
+        seen.append("COMMIT")
+
+    @event.listens_for(database.engine, "begin")
+    def on_begin(connection: Connection) -> None:
+        seen.append("BEGIN")
+
+    try:
+        yield database, seen
+    finally:
+        await database.close()
+
+
+def _create(connection: Connection) -> None:
+    connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+
+
+def _insert(connection: Connection, key: int, value: str) -> int:
+    connection.execute(text("INSERT INTO t (id, v) VALUES (:id, :v)"), {"id": key, "v": value})
+    return key
+
+
+def _insert_then_fail(connection: Connection, key: int) -> None:
+    _insert(connection, key, "never")
+    raise ValueError(f"work {key} failed after its insert")
+
+
+def _wait(connection: Connection, started: threading.Event, go: threading.Event) -> str:
+    """Holds the writer thread until `go`, so that the writes sent meanwhile queue up."""
+    started.set()
+    assert go.wait(10)
+    _insert(connection, 0, "first")
+    return "waited"
+
+
+def _rows(connection: Connection) -> dict[int, str]:
+    return {row.id: row.v for row in connection.execute(text("SELECT id, v FROM t"))}
+
+
+async def _queued(database: Database, *works: Any) -> list[Any]:
+    """Run `works` (each a work and its arguments) while the writer is held, so they reach it
+    together; the results and errors in order, after the first (holding) write's."""
+    started, go = threading.Event(), threading.Event()
+    first = asyncio.ensure_future(database.write(_wait, started, go))
+    await asyncio.to_thread(started.wait, 10)
+    others = [asyncio.ensure_future(database.write(*work)) for work in works]
+    await asyncio.sleep(0.05)  # every write is in the writer's queue
+    for future in others:
+        assert not future.done()  # nobody hears of anything before the commit
+    go.set()
+    assert await first == "waited"
+    return await asyncio.gather(*others, return_exceptions=True)
+
+
+async def test_writes_queued_together_share_one_commit(db: tuple[Database, list[str]]) -> None:
+    database, seen = db
+    results = await _queued(database, *((_insert, k, f"v{k}") for k in range(1, WRITERS + 1)))
+    assert results == list(range(1, WRITERS + 1))
+    # The held write ran alone; the twelve queued behind it committed together.
+    assert seen == ["BEGIN", "COMMIT", "BEGIN", "COMMIT"]
+    expected = {0: "first"} | {k: f"v{k}" for k in range(1, WRITERS + 1)}
+    assert await database.read(_rows) == expected
+    # Committed for any other connection too.
+    path = database.url.database
+    assert path is not None
+    with sqlite3.connect(path) as other:
+        assert dict(other.execute("SELECT id, v FROM t")) == expected
+
+
+async def test_a_failing_write_is_rolled_back_alone(db: tuple[Database, list[str]]) -> None:
+    database, seen = db
+    results = await _queued(
+        database,
+        (_insert, 1, "a"),
+        (_insert_then_fail, 2),
+        (_insert, 1, "duplicate"),  # the same key: IntegrityError, for this write only
+        (_insert, 3, "c"),
+    )
+    assert results[0] == 1
+    assert isinstance(results[1], ValueError)
+    assert isinstance(results[2], IntegrityError)
+    assert results[3] == 3
+    assert seen.count("COMMIT") == 2
+    assert await database.read(_rows) == {0: "first", 1: "a", 3: "c"}
+
+
+def _end_transaction_then_fail(connection: Connection) -> None:
+    """Rolls back the whole transaction under the group, as SQLite does on a full disk."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    driver.execute("ROLLBACK")
+    raise sqlite3.OperationalError("database or disk is full")
+
+
+async def test_a_group_whose_transaction_is_lost_runs_again_write_by_write(
+    db: tuple[Database, list[str]],
+) -> None:
+    database, _ = db
+    results = await _queued(
+        database, (_insert, 1, "a"), (_end_transaction_then_fail,), (_insert, 2, "b")
+    )
+    assert results[0] == 1
+    assert isinstance(results[1], sqlite3.OperationalError)
+    assert results[2] == 2
+    assert await database.read(_rows) == {0: "first", 1: "a", 2: "b"}
+    # The writer goes on.
+    assert await database.write(_insert, 3, "c") == 3
+
+
+async def test_a_group_holds_at_most_the_cap(db: tuple[Database, list[str]]) -> None:
+    database, seen = db
+    count = GROUP_COMMIT_MAX + 5
+    results = await _queued(database, *((_insert, k, "v") for k in range(1, count + 1)))
+    assert results == list(range(1, count + 1))
+    # The held write, then a full group, then the rest.
+    assert seen.count("COMMIT") == 3
+    assert len(await database.read(_rows)) == count + 1
+
+
+async def test_reads_go_on_while_the_writer_is_busy(db: tuple[Database, list[str]]) -> None:
+    database, _ = db
+    started, go = threading.Event(), threading.Event()
+    first = asyncio.ensure_future(database.write(_wait, started, go))
+    await asyncio.to_thread(started.wait, 10)
+    assert await asyncio.wait_for(database.read(_rows), 10) == {}
+    go.set()
+    assert await first == "waited"
