@@ -43,10 +43,13 @@ class DemoServer:
 
     @classmethod
     @contextmanager
-    def running(cls, folder: Path) -> Iterator[DemoServer]:
+    def running(
+        cls, folder: Path, *, env_extra: dict[str, str] | None = None
+    ) -> Iterator[DemoServer]:
         port = free_port()
         log = folder / "server.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("HANDRAIL_")}
+        env.update(env_extra or {})
         env["HANDRAIL_SECRET_KEY"] = new_secret_key()  # connections may keep secrets
         args = [
             sys.executable,

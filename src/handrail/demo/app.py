@@ -28,6 +28,7 @@ from ..store import LocalBlobStore, Store
 from ..store.db import Database
 from .agent import PLAYBOOK, PLAYBOOK_NOTES, demo_agent
 from .booking_api import create_booking_app
+from .notes_page import add_notes_page_routes, notes_page_agent
 
 #: Where the demo server mounts the example booking API.
 BOOKING_MOUNT: Final = "/demo/booking"
@@ -67,12 +68,15 @@ def demo_config(
     booking_url = f"http://{loopback}:{port}{BOOKING_MOUNT}"
     return ServerConfig(
         users=DEMO_USERS,
-        agents=[demo_agent(booking_url=booking_url)],
+        agents=[demo_agent(booking_url=booking_url), notes_page_agent()],
         database_url=f"sqlite:///{database}",
         blob_dir=database.parent / "files",
         model=model,
         host=host,
         port=port,
+        allowed_origins=[
+            o for o in environ.get("HANDRAIL_ALLOWED_ORIGINS", "").split(",") if o.strip()
+        ],
     )
 
 
@@ -105,11 +109,14 @@ def create_demo_app(
         store=store,
         agents=config.resolved_agents(),
         models={DEFAULT_MODEL: ScriptedModel(playbook=PLAYBOOK)},
+        page_tool_timeout=config.page_tool_timeout,
     )
     app = create_app(config, runtime=runtime, store=store)
     app.state.playbook = list(PLAYBOOK)
     app.state.playbook_notes = dict(PLAYBOOK_NOTES)
     add_demo_route(app.router, config.api_prefix, config.users)
+    # The notes page of tool-safety-classes.md with the chat element beside it.
+    add_notes_page_routes(app.router, tuple(config.users))
     # The example booking API, called by the booking action set over real HTTP on loopback.
     # Its request log and fault injection are the admin's alone (`_booking_control_token`).
     app.mount(BOOKING_MOUNT, create_booking_app(control_token=_booking_control_token(config)))

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from ..connections import SecretBox, load_catalog
 from ..runtime.connected import ConnectionHub
@@ -150,4 +151,17 @@ def create_app(
     app.add_middleware(StorableUrlMiddleware)
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(RequestIdMiddleware)
+    if config.allowed_origins:
+        # Pages of these origins may call the API from a browser (the <handrail-chat>
+        # element): bearer tokens only, never cookies, so no credentials. Outermost, so that
+        # error answers carry the headers too. Any other origin gets none: its browser refuses.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.allowed_origins),
+            allow_credentials=False,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Accept", "Last-Event-ID"],
+            expose_headers=["Link", "X-Request-Id", "Retry-After"],
+            max_age=600,
+        )
     return app

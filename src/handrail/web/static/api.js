@@ -8,6 +8,24 @@ export const API_PREFIX = raw === null || raw.startsWith("__") ? "/api" : raw;
 
 const TOKEN_KEY = "handrail.token";
 
+// Where the calls go and with which token. The web UI uses its own server (API_PREFIX, the
+// token from sessionStorage); the <handrail-chat> element points it at the server it names.
+const target = { prefix: API_PREFIX, token: null, getToken: null };
+
+/** Send every call to `base` (a handrail server's API, such as https://h.example/api), with
+ * `token`, or the token an async `getToken()` gives for each call (minted or JWT). */
+export function configure({ base, token = null, getToken = null }) {
+  if (base) target.prefix = String(base).replace(/\/+$/, "");
+  target.token = token;
+  target.getToken = getToken;
+}
+
+async function bearerOf(token) {
+  if (token) return token;
+  if (target.getToken) return await target.getToken();
+  return target.token || auth.token;
+}
+
 export const auth = {
   get token() {
     return sessionStorage.getItem(TOKEN_KEY);
@@ -58,7 +76,7 @@ async function errorOf(response) {
 
 async function send(method, path, body, { signal, token } = {}) {
   const headers = { Accept: "application/json" };
-  const bearer = token ?? auth.token;
+  const bearer = await bearerOf(token);
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
   let payload;
   if (body instanceof FormData) payload = body;
@@ -68,7 +86,7 @@ async function send(method, path, body, { signal, token } = {}) {
   }
   let response;
   try {
-    response = await fetch(API_PREFIX + path, {
+    response = await fetch(target.prefix + path, {
       method, headers, body: payload, signal, cache: "no-store", credentials: "omit",
     });
   } catch (error) {
@@ -107,9 +125,10 @@ export function nextPath(link) {
   for (const part of link.split(",")) {
     const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
     if (!match || !/(^|;)\s*rel="?next"?\s*(;|$)/i.test(match[2])) continue;
-    const url = new URL(match[1], location.href);
-    if (!url.pathname.startsWith(API_PREFIX + "/")) return null;
-    return url.pathname.slice(API_PREFIX.length) + url.search;
+    const base = new URL(target.prefix, location.href);
+    const url = new URL(match[1], base);
+    if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname + "/")) return null;
+    return url.pathname.slice(base.pathname.length) + url.search;
   }
   return null;
 }

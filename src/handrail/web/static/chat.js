@@ -151,7 +151,7 @@ export function chatPage(main, ctx) {
     h(
       "div",
       { class: "chat-layout" },
-      sidebar,
+      ctx.sidebar === false ? null : sidebar,
       h("section", { class: "chat", "aria-labelledby": titleId }, title, transcript, tryPrompts, form),
     ),
   );
@@ -169,6 +169,8 @@ export function chatPage(main, ctx) {
     maxUploadBytes: Number.isInteger(info.maxUploadBytes) ? info.maxUploadBytes : null,
     // The call a gate holds is named by its id (two calls of one tool keep their own arguments).
     heldCall: (ask) => (ask.heldToolCallId ? state.calls.get(ask.heldToolCallId) || null : null),
+    // A page-tool call: the <handrail-chat> element runs it on its page (the web UI cannot).
+    runPageTool: ctx.runPageTool || null,
   };
 
   function addCard(ask, { live = false } = {}) {
@@ -275,7 +277,17 @@ export function chatPage(main, ctx) {
 
   function setTitle(text) {
     title.textContent = text || (state.historyId ? "Untitled conversation" : "New conversation");
-    document.title = `${title.textContent} · handrail`;
+    if (ctx.documentTitle !== false) document.title = `${title.textContent} · handrail`;
+  }
+
+  /** The page's tools the agent was not offered, each with the server's reason. */
+  function pageToolsNotice(report) {
+    if (ctx.onPageTools) ctx.onPageTools(report);
+    for (const refused of report.refused || []) {
+      transcript.append(
+        h("p", { class: "msg msg-notice", role: "status" }, `The page's tool “${refused.name}” was not offered to the agent: ${refused.reason}`),
+      );
+    }
   }
 
   // --- streaming ---------------------------------------------------------------------------
@@ -297,7 +309,8 @@ export function chatPage(main, ctx) {
         else if (action === "cancel") response = { action, reason: "user_sent_message" };
         card.resolve(response);
       }
-    } else if ("error" in event) errorLine(event.error);
+    } else if (event.pageTools) pageToolsNotice(event.pageTools);
+    else if ("error" in event) errorLine(event.error);
     else if (event.done) {
       closeText();
       const fresh = !state.historyId || location.pathname !== `/c/${event.historyId}`;
@@ -343,6 +356,7 @@ export function chatPage(main, ctx) {
     if (tryPrompts) tryPrompts.hidden = false;
     const body = { prompt: text };
     if (state.historyId) body.historyId = state.historyId;
+    if (ctx.promptBody) Object.assign(body, ctx.promptBody(body));
     return run(body);
   }
 

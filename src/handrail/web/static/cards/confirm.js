@@ -42,7 +42,7 @@ function answerButtons(ask, card, { destructive, extra = () => ({}), lockConfirm
 const REASON_MAX = 200;
 
 /** "Deny with a note": a disclosure with a text box; sending it denies with that reason. */
-function denyWithNote(card) {
+export function denyWithNote(card) {
   const id = uid("note");
   const text = h("textarea", {
     id,

@@ -7,12 +7,15 @@ import { approval, confirm, confirmation } from "./confirm.js";
 import { files } from "./files.js";
 import { form } from "./form.js";
 import { markdown } from "./markdown.js";
+import { pageApproval, pageTool } from "./page.js";
 import { unknown } from "./simple.js";
 
 const BY_KIND = { choice, confirm, markdown, form, files, clarify };
-const BY_ORIGIN = { approval, permission, selection, confirmation };
+const BY_ORIGIN = { approval, permission, selection, confirmation, "page-tool": pageTool };
 
 export function rendererFor(ask) {
+  // An approval of a website's tool: "Allow this call only", the wider answers behind an arrow.
+  if (ask.origin === "approval" && String(ask.connectionId || "").startsWith("page:")) return pageApproval;
   return BY_ORIGIN[ask.origin] || BY_KIND[ask.kind] || unknown;
 }
 
