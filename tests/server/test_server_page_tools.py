@@ -311,7 +311,7 @@ async def test_only_the_owner_answers_once_and_a_message_cancels(tmp_path: Path)
 
 async def test_a_call_no_page_runs_in_time_is_cancelled(tmp_path: Path) -> None:
     async with start_api(
-        sqlite_url(tmp_path), tmp_path, agents=page_agents(), page_tool_timeout=0.3
+        sqlite_url(tmp_path), tmp_path, agents=page_agents(), page_tool_timeout=0.3, turn_lease=0.4
     ) as api:
         await api.request("PUT", f"/permissions/{PAGE}", json={"level": "read-only"})
         stream = await call(api, "list_notes", {})

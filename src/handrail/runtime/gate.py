@@ -140,9 +140,6 @@ class Gate(abc.ABC):
     origin: ClassVar[str]
     #: Whether the ask holds a tool call of the model (named by ``heldToolCallId``).
     holds_call: ClassVar[bool] = True
-    #: Whether the runtime cancels the ask (``reason: "expired"``) once its ``expiresAt``
-    #: passes, so the turn goes on without an answer.
-    cancel_at_expiry: ClassVar[bool] = False
     #: Whether it approves the held call: then a tool's approvers and quorum apply to it, and
     #: an approval may carry edited arguments (``content.arguments``).
     approvable: ClassVar[bool] = False

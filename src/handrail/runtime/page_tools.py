@@ -26,7 +26,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._util import iso, new_id, utc_now
 from ..asks import AskValidationError, PendingAsk, to_simple_card
@@ -360,7 +360,6 @@ class PageToolGate(Gate):
     new message, the person, or no page in time) tells the model it did not run."""
 
     origin = PAGE_TOOL
-    cancel_at_expiry: ClassVar[bool] = True
 
     def make(
         self, call: ToolCall, *, tool_name: str, kind: str, input: dict[str, Any], **state: Any

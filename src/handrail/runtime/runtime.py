@@ -151,7 +151,6 @@ class Runtime:
             )
         #: Seconds a page has to run a page tool call before it is cancelled.
         self.page_tool_timeout = float(page_tool_timeout)
-        self._expiries: dict[str, asyncio.Task[None]] = {}
 
     # ----------------------------------------------------------------------------- lookups
 
@@ -652,10 +651,6 @@ class Runtime:
         """Stop taking over turns, wait for the turns still running (they finish and save),
         then close the models this runtime built."""
         await self.recovery.stop()
-        for task in list(self._expiries.values()):
-            task.cancel()
-        await asyncio.gather(*self._expiries.values(), return_exceptions=True)
-        self._expiries.clear()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.actions.aclose()
@@ -663,46 +658,6 @@ class Runtime:
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()
-
-    # ----------------------------------------------------------------------------- expiry
-
-    def _expire_later(self, history_id: str, pending: PendingAsk) -> None:
-        """Cancel `pending` (``reason: "expired"``) at its ``expiresAt`` when its gate asks for
-        that (a page tool call no page ran), so the turn goes on without an answer."""
-        if not pending.expires_at or not gate_for(pending).cancel_at_expiry:
-            return
-        when = dt.datetime.fromisoformat(pending.expires_at.replace("Z", "+00:00"))
-        key = f"{history_id}:{pending.tool_call_id}"
-        task = asyncio.create_task(
-            self._expire(history_id, pending.tool_call_id, when), name=f"handrail-expiry-{key}"
-        )
-        self._expiries[key] = task
-        task.add_done_callback(lambda _t: self._expiries.pop(key, None))
-
-    async def _expire(self, history_id: str, tool_call_id: str, when: dt.datetime) -> None:
-        await asyncio.sleep(max(0.0, (when - utc_now()).total_seconds()))
-        await self.expire_ask(history_id, tool_call_id)
-
-    async def expire_ask(self, history_id: str, tool_call_id: str) -> Turn | None:
-        """Cancel the history's pending ask `tool_call_id` as expired, when it still waits on
-        it and its gate cancels at expiry; the turn that goes on (None when nothing was
-        done)."""
-        history = await self.store.histories.get(history_id)
-        pending = history.pending_ask if history is not None else None
-        if history is None or pending is None or pending.tool_call_id != tool_call_id:
-            return None
-        if not gate_for(pending).cancel_at_expiry:
-            return None
-        try:
-            turn = await self.start_answer(
-                Principal(user_id=history.owner_id),
-                history_id,
-                {"toolCallId": tool_call_id, "action": "cancel", "reason": "expired"},
-            )
-        except (NotPending, HistoryNotFound):
-            return None
-        await turn.wait()
-        return turn
 
     # ----------------------------------------------------------------------------- internals
 
@@ -1086,7 +1041,6 @@ class Runtime:
         run.metadata = metadata
         if pending is not None:
             run.turn.pending_summary = pending.public("turn")
-            self._expire_later(history_id, pending)
             await self.publish(user_ask_created(run.history.owner_id, history_id, pending))
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
