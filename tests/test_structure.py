@@ -141,6 +141,7 @@ PINNED: Final[dict[str, list[str]]] = {
         "AsksOptions",
         "ClarifyGate",
         "ConfirmationGate",
+        "ElicitationGate",
         "Gate",
         "GateRequired",
         "InvalidArguments",

@@ -93,6 +93,7 @@ def test_every_origin_has_one_gate_class() -> None:
         "selection": "SelectionGate",
         "confirmation": "ConfirmationGate",
         "page-tool": "PageToolGate",
+        "elicitation": "ElicitationGate",
     }
     assert gate_for("approval") is builtin.APPROVALS
     with pytest.raises(ConfigError, match="already registered"):

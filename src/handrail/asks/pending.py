@@ -69,6 +69,7 @@ PENDING_ASK_FIELDS: Final[tuple[PendingAskField, ...]] = (
     _field("quorum", "quorum", "view", "event"),
     _field("approvedBy", "approved_by", "view", "event"),
     _field("remindAt", "remind_at", "view"),
+    _field("elicitation", "elicitation", "view", "event"),
     # Gate state, for the server only.
     _field("confirmationId", "confirmation_id"),
     _field("dependency", "dependency"),
@@ -112,6 +113,9 @@ class PendingAsk:
     quorum: int | None = None
     approved_by: list[dict[str, Any]] | None = None
     remind_at: str | None = None
+    #: An MCP server's request for input (``origin: "elicitation"``): ``{mode, server}``, and
+    #: for URL mode the ``url`` to show (never fetched by the server).
+    elicitation: dict[str, Any] | None = None
     confirmation_id: str | None = None
     dependency: str | None = None
     choices: dict[str, str] | None = None

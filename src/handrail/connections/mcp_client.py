@@ -31,18 +31,23 @@ import io
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 import httpx2
+import mcp_types as types
 from mcp import StdioServerParameters
 from mcp.client import Client
+from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._util import storable
+from .._util import new_id, storable
 from ..errors import HandrailError
 from .catalog import McpLaunch
+from .elicitation import ElicitationRequest
 from .oauth import AuthorizationNeeded, OAuthLink, SignIn, SignInFailed
 from .secrets import mask
 
@@ -50,10 +55,14 @@ __all__ = [
     "BACKOFF_MAX",
     "HINTS_META_KEY",
     "CallOutcome",
+    "ElicitationNeeded",
     "LinkState",
     "ListedTool",
     "McpCallFailed",
     "McpLink",
+    "ParkedCallGone",
+    "parked_here",
+    "release_parked",
 ]
 
 log = logging.getLogger("handrail.connections")
@@ -75,6 +84,11 @@ BACKOFF_FIRST: Final = 0.5
 #: Seconds to connect (and list the tools) before the attempt counts as failed.
 CONNECT_TIMEOUT: Final = 30.0
 LIST_PAGES_MAX: Final = 20
+#: The most rounds of input a 2026-07-28 server may ask for in one call (the SDK's default).
+INPUT_ROUNDS_MAX: Final = 10
+#: The longest a legacy call waits, parked, for a person's answer before it is cancelled.
+PARK_MAX: Final = 24 * 3600.0
+_STATE_ONLY_WAIT: Final = 0.05
 
 LinkState = Literal["starting", "connected", "error", "closed"]
 FailureCode = Literal["TOOL_SERVER_ERROR", "TOOL_TIMEOUT", "TOOL_CONNECTION_ERROR"]
@@ -136,10 +150,64 @@ class McpCallFailed(HandrailError):
         self.code = code
 
 
+class ElicitationNeeded(HandrailError):
+    """A call that waits on a person: the server asked for input (elicitation). `request` is
+    what it asked; `resume` (JSON) is how to go on once answered (`McpLink.resume`): for a
+    2026-07-28 server the call's ``requestState`` and its rounds, byte-exact; for a legacy
+    server the id of the call parked in this process."""
+
+    def __init__(self, request: ElicitationRequest, resume: dict[str, Any]) -> None:
+        super().__init__(f"{request.server} asks for input")
+        self.request = request
+        self.resume = resume
+
+
+#: Every legacy call parked in this process, by id, with its link.
+_PARKED: Final[dict[str, McpLink]] = {}
+
+
+def parked_here(resume: Mapping[str, Any]) -> bool:
+    """Whether the call of `resume` can go on in this process: a 2026-07-28 call always can;
+    a legacy call only while it is parked here, waiting for its answer."""
+    if resume.get("protocol") != "legacy":
+        return True
+    link = _PARKED.get(str(resume.get("parked")))
+    return link is not None and link.is_parked(resume)
+
+
+def release_parked(resume: Mapping[str, Any]) -> None:
+    """Cancel the question of a legacy call parked here (its ask was cancelled)."""
+    link = _PARKED.get(str(resume.get("parked")))
+    if link is not None:
+        link.release(resume)
+
+
+class ParkedCallGone(HandrailError):
+    """The legacy call an answer is for is not parked in this process (it restarted, or the
+    server stopped meanwhile)."""
+
+
 @dataclass(kw_only=True)
 class _Attempt:
     client: Client | None = None
     lost: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(kw_only=True, eq=False)
+class _Parked:
+    """A legacy call whose server asked for input: the SDK call goes on in `task`, its
+    elicitation waits on `waiting`, and the call's timeout stops while it waits."""
+
+    id: str
+    tool: str
+    remaining: float
+    task: asyncio.Task[Any] | None = None
+    asked: asyncio.Queue[tuple[types.ElicitRequestParams, asyncio.Future[Any]]] = field(
+        default_factory=asyncio.Queue
+    )
+    waiting: asyncio.Future[Any] | None = None
+    #: Whether a turn waits for the call now (`McpLink._wait_parked`).
+    watched: bool = False
 
 
 class McpLink:
@@ -188,6 +256,8 @@ class McpLink:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.restarts = 0
+        #: Legacy calls open in this process, by id (see `_Parked`).
+        self._open: dict[str, _Parked] = {}
 
     # --- life --------------------------------------------------------------------------------
 
@@ -321,6 +391,8 @@ class McpLink:
                     self._server(errlog, stack),
                     mode=self.launch.protocol,
                     read_timeout_seconds=self.connect_timeout,
+                    elicitation_callback=self._on_elicitation,
+                    input_required_max_rounds=INPUT_ROUNDS_MAX,
                 )
                 async with asyncio.timeout(self.connect_timeout) as clock:
                     self._clock = clock
@@ -417,49 +489,294 @@ class McpLink:
     async def call(
         self, tool: str, arguments: Mapping[str, Any], *, timeout: float | None = None
     ) -> CallOutcome:
-        """Call `tool` once and give its result; `McpCallFailed` when there is none."""
+        """Call `tool` once and give its result; `McpCallFailed` when there is none, and
+        `ElicitationNeeded` when the server asks a person for input first."""
+        client = await self._client()
+        limit = self.call_timeout if timeout is None else timeout
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await self._rounds(client, tool, dict(arguments), limit, {"round": 0})
+        parked = _Parked(id=new_id(), tool=tool, remaining=limit)
+        parked.task = asyncio.create_task(
+            client.call_tool(tool, dict(arguments), read_timeout_seconds=PARK_MAX + limit),
+            name=f"handrail-mcp-call-{tool}",
+        )
+        self._open[parked.id] = parked
+        _PARKED[parked.id] = self
+        parked.task.add_done_callback(lambda _task: self._closed_call(parked))
+        return await self._wait_parked(parked)
+
+    async def resume(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        resume: Mapping[str, Any],
+        answer: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+    ) -> CallOutcome:
+        """Go on with a call that waited on a person, with `answer` (an `ElicitResult` as
+        JSON): the same outcomes as `call`. A legacy call not parked here is
+        `ParkedCallGone`."""
+        limit = self.call_timeout if timeout is None else timeout
+        if resume.get("protocol") == "legacy":
+            parked = self._open.get(str(resume.get("parked")))
+            if parked is None or parked.waiting is None or parked.waiting.done():
+                raise ParkedCallGone(f"the call of {tool} is not parked in this process")
+            parked.waiting.set_result(types.ElicitResult.model_validate(dict(answer)))
+            parked.waiting = None
+            return await self._wait_parked(parked)
+        state = dict(resume)
+        key = str(state.get("key"))
+        state["responses"] = {**dict(state.get("responses") or {}), key: dict(answer)}
+        client = await self._client()
+        return await self._rounds(client, tool, dict(arguments), limit, state)
+
+    def is_parked(self, resume: Mapping[str, Any]) -> bool:
+        """Whether the legacy call of `resume` waits in this process (a 2026-07-28 call can go
+        on anywhere: always True)."""
+        if resume.get("protocol") != "legacy":
+            return True
+        parked = self._open.get(str(resume.get("parked")))
+        return parked is not None and parked.waiting is not None and not parked.waiting.done()
+
+    def release(self, resume: Mapping[str, Any]) -> None:
+        """The ask of a parked legacy call was cancelled: the server gets ``cancel`` and the
+        call's result is dropped."""
+        parked = self._open.get(str(resume.get("parked")))
+        if parked is None:
+            return
+        if parked.waiting is not None and not parked.waiting.done():
+            parked.waiting.set_result(types.ElicitResult(action="cancel"))
+        parked.waiting = None
+        if parked.task is not None and not parked.task.done():
+            parked.task.add_done_callback(_drop_result)
+
+    async def _client(self) -> Client:
         if self.state == "starting":
             await self.wait_settled(min(self.connect_timeout, 10.0))
         client = self._attempt.client
         if client is None:
             raise McpCallFailed(self._unavailable_text(), code="TOOL_CONNECTION_ERROR")
-        limit = self.call_timeout if timeout is None else timeout
+        return client
+
+    def _closed_call(self, parked: _Parked) -> None:
+        """A legacy call ended: an answer it waited for can no longer be taken, and unless a
+        turn waits for its result it is forgotten."""
+        if parked.waiting is not None and not parked.waiting.done():
+            parked.waiting.cancel()
+        parked.waiting = None
+        if not parked.watched:
+            if parked.task is not None:
+                _drop_result(parked.task)
+            self._forget(parked)
+
+    def _forget(self, parked: _Parked) -> None:
+        self._open.pop(parked.id, None)
+        _PARKED.pop(parked.id, None)
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """A legacy server asks for input inside an open call: the call is parked and its
+        turn pauses on an ask. A request no single open call can own is cancelled: the
+        protocol does not say which call it is for, and a person must never see another's."""
+        open_calls = [
+            p
+            for p in self._open.values()
+            if p.task is not None and not p.task.done() and p.waiting is None
+        ]
+        if len(open_calls) != 1:
+            log.warning(
+                "MCP server %s asked for input with %d calls open; cancelled",
+                self.name,
+                len(open_calls),
+            )
+            return types.ElicitResult(action="cancel")
+        parked = open_calls[0]
+        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        parked.waiting = answered
+        parked.asked.put_nowait((params, answered))
+        try:
+            async with asyncio.timeout(PARK_MAX):
+                return cast(types.ElicitResult, await answered)
+        except (TimeoutError, asyncio.CancelledError):
+            return types.ElicitResult(action="cancel")
+
+    async def _wait_parked(self, parked: _Parked) -> CallOutcome:
+        """Wait for a legacy call's result or its next request for input, on the call's
+        clock, which stops while a person answers."""
+        assert parked.task is not None
+        asked = asyncio.ensure_future(parked.asked.get())
+        started = time.monotonic()
+        parked.watched = True
+        try:
+            done, _ = await asyncio.wait(
+                {parked.task, asked},
+                timeout=max(parked.remaining, 0.0),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            parked.watched = False
+            parked.remaining -= time.monotonic() - started
+            if not asked.done():
+                asked.cancel()
+        if asked in done:
+            params, _answered = asked.result()
+            raise ElicitationNeeded(
+                self._request_of(params), {"protocol": "legacy", "parked": parked.id}
+            )
+        self._forget(parked)
+        if parked.task not in done:
+            parked.task.cancel()
+            raise self._timed_out(parked.tool, parked.remaining + _elapsed(started))
+        try:
+            result = parked.task.result()
+        except Exception as exc:
+            raise self._failed(parked.tool, exc, parked.remaining) from None
+        return outcome_of(result)
+
+    async def _rounds(
+        self,
+        client: Client,
+        tool: str,
+        arguments: dict[str, Any],
+        limit: float,
+        state: dict[str, Any],
+    ) -> CallOutcome:
+        """Drive a 2026-07-28 call's rounds: ask a person for each input request in turn
+        (`ElicitationNeeded` carries the rounds so far), then retry with the responses and the
+        ``requestState`` byte-exact. A state the server rejects restarts the call once."""
+        while True:
+            pending = [
+                k for k in state.get("order") or [] if k not in (state.get("responses") or {})
+            ]
+            if pending:
+                key = pending[0]
+                request = ElicitationRequest(**_request_args(state["requests"][key], self.name))
+                raise ElicitationNeeded(request, {**state, "protocol": "2026-07-28", "key": key})
+            responses = _responses(state) if state.get("order") else None
+            try:
+                result = await self._send(
+                    client, tool, arguments, limit, responses, state.get("requestState")
+                )
+            except _StateRejected:
+                if state.get("restarted"):
+                    raise McpCallFailed(
+                        f"The server {self.name} refused the call of {tool} again after it was "
+                        "started over: it no longer accepts the answers given. Call the tool "
+                        "again, or tell the user.",
+                        code="TOOL_SERVER_ERROR",
+                    ) from None
+                state = {"round": 0, "restarted": True}
+                continue
+            if not isinstance(result, types.InputRequiredResult):
+                outcome = outcome_of(result)
+                return _restarted(outcome, self.name) if state.get("restarted") else outcome
+            rounds = int(state.get("round") or 0) + 1
+            if rounds > INPUT_ROUNDS_MAX:
+                raise McpCallFailed(
+                    f"The server {self.name} asked for input more than {INPUT_ROUNDS_MAX} times "
+                    f"in one call of {tool}, so handrail stopped it. Tell the user.",
+                    code="TOOL_SERVER_ERROR",
+                )
+            requests: dict[str, Any] = {}
+            responses_now: dict[str, Any] = {}
+            for key, asked in sorted((result.input_requests or {}).items()):
+                if isinstance(asked, types.ElicitRequest):
+                    requests[key] = _request_json(asked.params)
+                elif isinstance(asked, types.ListRootsRequest):
+                    responses_now[key] = {"roots": []}
+                else:
+                    raise McpCallFailed(
+                        f"The server {self.name} asked to use the model during the call of "
+                        f"{tool}; handrail does not lend the model to servers. Tell the user.",
+                        code="TOOL_SERVER_ERROR",
+                    )
+            if not requests and not responses_now:
+                await asyncio.sleep(_STATE_ONLY_WAIT * min(rounds, 5))
+            state = {
+                "round": rounds,
+                "restarted": bool(state.get("restarted")),
+                "requestState": result.request_state,
+                "requests": requests,
+                "order": [*requests, *responses_now],
+                "responses": responses_now,
+            }
+
+    async def _send(
+        self,
+        client: Client,
+        tool: str,
+        arguments: dict[str, Any],
+        limit: float,
+        responses: dict[str, Any] | None,
+        request_state: str | None,
+    ) -> Any:
         try:
             async with asyncio.timeout(limit + 5):
-                result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=limit)
-        except TimeoutError:
-            raise self._timed_out(tool, limit) from None
+                return await client.session.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=limit,
+                    input_responses=responses,
+                    request_state=request_state,
+                    allow_input_required=True,
+                )
         except MCPError as exc:
+            data = exc.error.data
+            if (
+                request_state is not None
+                and exc.code == types.INVALID_PARAMS
+                and isinstance(data, dict)
+                and data.get("reason") == "invalid_request_state"
+            ):
+                raise _StateRejected() from None
+            raise self._failed(tool, exc, limit) from None
+        except Exception as exc:
+            raise self._failed(tool, exc, limit) from None
+
+    def _failed(self, tool: str, exc: BaseException, limit: float) -> McpCallFailed:
+        """The `McpCallFailed` of a call that raised `exc`."""
+        if isinstance(exc, TimeoutError):
+            return self._timed_out(tool, limit)
+        if isinstance(exc, MCPError):
             if exc.code == REQUEST_TIMEOUT:
-                raise self._timed_out(tool, limit) from None
+                return self._timed_out(tool, limit)
             if exc.code == CONNECTION_CLOSED:
                 self._lose()
                 if self.needs_sign_in:
-                    raise self._sign_in_lost(tool) from None
-                raise McpCallFailed(
+                    return self._sign_in_lost(tool)
+                return McpCallFailed(
                     f"The server {self.name} stopped during the call of {tool}, so it may or may "
                     "not have been carried out; handrail is starting the server again. Check "
                     "whether it took effect before calling it again, or tell the user.",
                     code="TOOL_CONNECTION_ERROR",
-                ) from None
+                )
             message = mask(exc.error.message, self._secrets)
-            raise McpCallFailed(
+            return McpCallFailed(
                 f"The server {self.name} refused the call of {tool}: {message}. Check the "
                 "arguments against the tool's schema and try again, or tell the user.",
                 code="TOOL_SERVER_ERROR",
-            ) from None
-        except Exception as exc:
-            self._lose()
-            if self.needs_sign_in or isinstance(_leaf(exc), AuthorizationNeeded):
-                raise self._sign_in_lost(tool) from None
-            log.warning("the call of %s on %s failed: %s", tool, self.name, type(exc).__name__)
-            raise McpCallFailed(
-                f"The server {self.name} failed during the call of {tool} "
-                f"({type(exc).__name__}); it may or may not have been carried out. Check before "
-                "calling it again, or tell the user.",
+            )
+        if isinstance(exc, asyncio.CancelledError):
+            return McpCallFailed(
+                f"The call of {tool} on {self.name} was stopped before it answered; it may or "
+                "may not have been carried out. Check before calling it again, or tell the user.",
                 code="TOOL_CONNECTION_ERROR",
-            ) from None
-        return outcome_of(result)
+            )
+        self._lose()
+        if self.needs_sign_in or isinstance(_leaf(exc), AuthorizationNeeded):
+            return self._sign_in_lost(tool)
+        log.warning("the call of %s on %s failed: %s", tool, self.name, type(exc).__name__)
+        return McpCallFailed(
+            f"The server {self.name} failed during the call of {tool} "
+            f"({type(exc).__name__}); it may or may not have been carried out. Check before "
+            "calling it again, or tell the user.",
+            code="TOOL_CONNECTION_ERROR",
+        )
+
+    def _request_of(self, params: types.ElicitRequestParams) -> ElicitationRequest:
+        return ElicitationRequest(**_request_args(_request_json(params), self.name))
 
     def _sign_in_lost(self, tool: str) -> McpCallFailed:
         return McpCallFailed(
@@ -493,6 +810,70 @@ class McpLink:
         if not self._closing.is_set():
             self._set("starting", None)
         self._attempt.lost.set()
+
+
+class _StateRejected(Exception):
+    """The server refused the ``requestState`` it was sent back (expired, or sealed by
+    another process)."""
+
+
+def _elapsed(started: float) -> float:
+    return time.monotonic() - started
+
+
+def _drop_result(task: asyncio.Task[Any]) -> None:
+    """Read a released call's outcome, so nothing is left unretrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _request_json(params: types.ElicitRequestParams) -> dict[str, Any]:
+    """An elicitation request as stored with its pending ask (only what the ask needs)."""
+    if isinstance(params, types.ElicitRequestURLParams):
+        out: dict[str, Any] = {"mode": "url", "message": params.message, "url": params.url}
+        if params.elicitation_id:
+            out["elicitationId"] = params.elicitation_id
+        return out
+    return {
+        "mode": "form",
+        "message": params.message,
+        "requestedSchema": dict(params.requested_schema),
+    }
+
+
+def _request_args(data: Mapping[str, Any], server: str) -> dict[str, Any]:
+    cleaned, _ = storable(dict(data))
+    return {
+        "mode": "url" if cleaned.get("mode") == "url" else "form",
+        "message": str(cleaned.get("message") or ""),
+        "server": server,
+        "requested_schema": cleaned.get("requestedSchema"),
+        "url": cleaned.get("url"),
+        "elicitation_id": cleaned.get("elicitationId"),
+    }
+
+
+def _responses(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The input responses of a round, as the SDK's models."""
+    out: dict[str, Any] = {}
+    requests = state.get("requests") or {}
+    for key, value in (state.get("responses") or {}).items():
+        if key in requests:
+            out[key] = types.ElicitResult.model_validate(value)
+        else:
+            out[key] = types.ListRootsResult.model_validate(value)
+    return out
+
+
+def _restarted(outcome: CallOutcome, server: str) -> CallOutcome:
+    """A result of a call started over: the model reads that it was."""
+    note = (
+        f"(The server {server} no longer accepted the earlier answers, so the call was started "
+        "over once and the person answered again.)"
+    )
+    if isinstance(outcome.content, str):
+        return CallOutcome(content=f"{note}\n{outcome.content}", is_error=outcome.is_error)
+    return CallOutcome(content={"note": note, **outcome.content}, is_error=outcome.is_error)
 
 
 async def _list_all(client: Client) -> list[ListedTool]:

@@ -6,6 +6,7 @@ The public nouns are re-exported here; the model adapters live in `handrail.runt
 
 from .agent import Agent, AsksOptions
 from .cas import compare_and_set
+from .elicitation import ElicitationGate
 from .gate import (
     Answer,
     Gate,
@@ -36,6 +37,7 @@ __all__ = [
     "AsksOptions",
     "ClarifyGate",
     "ConfirmationGate",
+    "ElicitationGate",
     "Gate",
     "GateRequired",
     "InvalidArguments",

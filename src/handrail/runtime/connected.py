@@ -25,7 +25,7 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
@@ -62,6 +62,7 @@ from ..store.connections import (
 )
 from ..store.paging import Page, Position
 from .agent import _EFFECT_HINTS, Agent, SourcedSets, _run_by_the_runtime
+from .elicitation import call_mcp_tool
 from .tools import Tool, ToolError, ToolSet
 from .turn import Principal
 
@@ -127,6 +128,10 @@ class ConnectionTool(Tool):
 
     server_name: str = ""
     fixed_class: SafetyClass | None = None
+    #: Goes on with a call that paused on an elicitation: ``(arguments, state, answer)``.
+    resume: (
+        Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]] | None
+    ) = field(default=None, compare=False, repr=False)
 
     @property
     def safety_class(self) -> SafetyClass:
@@ -537,10 +542,11 @@ class ConnectionHub:
                     name=name,
                     description=_description(listed, record.name),
                     input_schema=dict(listed.input_schema),
-                    function=_caller(link, listed.name, record.name),
+                    function=_caller(link, listed.name, record.name, record.id),
                     hints=ToolHints.from_annotations(listed.annotations),
                     server_name=listed.name,
                     fixed_class=cast(SafetyClass, override) if override else None,
+                    resume=_resumer(link, listed.name, record.id),
                 )
             )
         live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
@@ -1055,23 +1061,33 @@ def _description(listed: ListedTool, connection: str) -> str:
     return text or f"The tool {listed.name} of {connection}."
 
 
-def _caller(link: McpLink | None, tool: str, connection: str) -> Any:
+def _caller(link: McpLink | None, tool: str, connection: str, connection_id: str) -> Any:
     async def call(**arguments: Any) -> Any:
         if link is None:
             raise ToolError(
                 f"The connection {connection} has no server to call. Tell the user; an admin can "
                 "fix it in the connection's settings."
             )
-        try:
-            outcome = await link.call(tool, arguments)
-        except McpCallFailed as exc:
-            raise ToolError(str(exc)) from None
-        if outcome.is_error:
-            raise ToolError(outcome.error_text)
-        return outcome.content
+        return await call_mcp_tool(link, tool, arguments, connection_id=connection_id)
 
     call.__name__ = tool
     return call
+
+
+def _resumer(
+    link: McpLink | None, tool: str, connection_id: str
+) -> Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]] | None:
+    if link is None:
+        return None
+
+    async def resume(
+        arguments: Mapping[str, Any], state: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> Any:
+        return await call_mcp_tool(
+            link, tool, arguments, connection_id=connection_id, resume=state, answer=answer
+        )
+
+    return resume
 
 
 def _sentence(text: str) -> str:

@@ -190,10 +190,11 @@ class Gate(abc.ABC):
 
     async def before_answer(
         self, runner: StepRunner, pending: PendingAsk, envelope: dict[str, Any]
-    ) -> None:
+    ) -> dict[str, Any] | None:
         """Refuse a valid answer that cannot be taken now (raise a `DomainError`), before
-        anything is written. Default: take it."""
-        return
+        anything is written; or return the answer to record in its place (a cancel, when
+        what the ask holds is gone). Default: take it (None)."""
+        return None
 
     @abc.abstractmethod
     async def resolve(

@@ -517,7 +517,7 @@ class ConfirmationGate(Gate):
 
     async def before_answer(
         self, runner: StepRunner, pending: PendingAsk, envelope: dict[str, Any]
-    ) -> None:
+    ) -> dict[str, Any] | None:
         """A confirm after ``expiresAt`` is refused, and the prepared request can never be
         sent; cancelling it is always taken."""
         if expired(pending) and denial_reason(envelope) is None:
@@ -527,6 +527,7 @@ class ConfirmationGate(Gate):
                 "Cancel it, or ask the agent to prepare it again.",
                 code="CONFIRMATION_STALE",
             )
+        return None
 
     async def resolve(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer

@@ -428,7 +428,9 @@ class Runtime:
                     return await self._partial_approval(
                         history, pending, approved_by, envelope, actor=actor, via=via
                     )
-        await gate.before_answer(self._calls, pending, envelope)
+        replaced = await gate.before_answer(self._calls, pending, envelope)
+        if replaced is not None:
+            envelope = replaced
         stored: dict[str, Any] = envelope
         parts: tuple[FilePart, ...] = ()
         if pending.kind == "files" and envelope["action"] == "accept":

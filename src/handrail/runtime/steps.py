@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -318,11 +318,23 @@ class StepRunner:
             await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
             return
         await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
-        executed = (
-            call if edited is None else ToolCall(id=call.id, name=call.name, arguments=edited)
-        )
+        executed = call.arguments if edited is None else edited
+        await self.continue_call(run, tool, call, lambda: tool.run(executed), edited=edited)
+
+    async def continue_call(
+        self,
+        run: TurnRun,
+        tool: Tool,
+        call: ToolCall,
+        work: Callable[[], Awaitable[Any]],
+        *,
+        edited: dict[str, Any] | None = None,
+    ) -> None:
+        """Run `work` for a held call (the tool itself, or the rest of a call a gate held)
+        and give the model its result; `GateRequired` pauses the turn on that gate again.
+        `edited` are the arguments the person changed the call to, if they did."""
         try:
-            content, is_error = await _run_tool(tool, executed, run.principal.user_id)
+            content, is_error = await _run_tool(tool, work, run.principal.user_id)
         except GateRequired as required:
             await self._gate_required(run, tool, call, required)
             return
@@ -333,19 +345,21 @@ class StepRunner:
     async def _gate_required(
         self, run: TurnRun, tool: Tool, call: ToolCall, required: GateRequired
     ) -> None:
+        gate = gate_for(required.origin)
+        pending = gate.make(
+            call, tool_name=tool.name, kind=required.kind, input=required.input, **required.state
+        )
         if run.pause is not None:
+            await gate.cancelled(self, pending, "one_ask_at_a_time")
             await self.deny(run, call, "one_ask_at_a_time")
             return
         errors = validate_ask_input(required.kind, required.input)
         if errors:
             log.warning("tool %s asked for an invalid %s ask", tool.name, required.origin)
+            await gate.cancelled(self, pending, "invalid_ask")
             text = f"The tool {tool.name} failed: it asked the person an invalid question."
             await self.tool_result(run, call, text, is_error=True)
             return
-        gate = gate_for(required.origin)
-        pending = gate.make(
-            call, tool_name=tool.name, kind=required.kind, input=required.input, **required.state
-        )
         self.pause(run, pending)
 
     async def deny(self, run: TurnRun, call: ToolCall, reason: str) -> None:
@@ -435,12 +449,14 @@ class StepRunner:
         await gate_for(pending).recover(self, run, pending, answer)
 
 
-async def _run_tool(tool: Tool, call: ToolCall, user_id: str) -> tuple[Any, bool]:
-    """Run a host tool for `user_id` (`calling_user_id` inside it): its result, or the error
-    the model sees (never a traceback)."""
+async def _run_tool(
+    tool: Tool, work: Callable[[], Awaitable[Any]], user_id: str
+) -> tuple[Any, bool]:
+    """Run a host tool (`work`) for `user_id` (`calling_user_id` inside it): its result, or
+    the error the model sees (never a traceback)."""
     token = CALLING_USER.set(user_id)
     try:
-        return await tool.run(call.arguments), False
+        return await work(), False
     except GateRequired:
         raise
     except ToolError as exc:
