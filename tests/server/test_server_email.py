@@ -19,6 +19,7 @@ from server_helpers import CONFIRM, TOKENS, Api, command, sqlite_url, start_api
 from sqlalchemy import update
 
 from handrail.errors import ConfigError
+from handrail.runtime.agent import Agent
 from handrail.server import ServerConfig, UserConfig
 from handrail.server.reach_config import EmailConfig, email_config
 from handrail.store.tables import answer_links
@@ -34,7 +35,7 @@ LINK = re.compile(re.escape(PUBLIC) + r"/links/([0-9a-f]{24}\.[A-Za-z0-9_-]+)")
 
 
 @asynccontextmanager
-async def emailing(tmp_path: Path) -> AsyncIterator[tuple[Api, Mailbox]]:
+async def emailing(tmp_path: Path, **extra: Any) -> AsyncIterator[tuple[Api, Mailbox]]:
     with smtp_server() as mailbox:
         email = EmailConfig(
             host="127.0.0.1", port=mailbox.port, tls="none", sender="handrail@example.com"
@@ -44,6 +45,7 @@ async def emailing(tmp_path: Path) -> AsyncIterator[tuple[Api, Mailbox]]:
             "email": email,
             "public_url": PUBLIC,
             "link_key": KEY,
+            **extra,
         }
         async with start_api(sqlite_url(tmp_path), tmp_path, **settings) as api:
             yield api, mailbox
@@ -55,17 +57,15 @@ async def ask(api: Api, user: str = "alice") -> tuple[str, dict[str, Any]]:
     return stream.history_id, stream.ask
 
 
-async def mailed(api: Api, mailbox: Mailbox, history_id: str, ask: dict[str, Any]) -> EmailMessage:
-    """The bus's ``ask.created`` event for the ask, and the message it sends."""
-    event = Event(kind="ask.created", user_id="alice", history_id=history_id, data={"ask": ask})
-    assert await api.app.state.reach.handle(event) == 1
+async def mailed(mailbox: Mailbox, count: int = 1) -> EmailMessage:
+    """The message the ask's ``ask.created`` event (published by the runtime) sent."""
 
     async def arrived() -> bool:
-        return bool(mailbox.messages)
+        return len(mailbox.messages) >= count
 
     await eventually(arrived)
-    [message] = mailbox.messages
-    return message
+    assert len(mailbox.messages) == count
+    return mailbox.messages[-1]
 
 
 def links_of(message: EmailMessage) -> dict[str, str]:
@@ -84,7 +84,7 @@ def links_of(message: EmailMessage) -> dict[str, str]:
 async def test_an_ask_by_email_answered_by_link_once(tmp_path: Path) -> None:
     async with emailing(tmp_path) as (api, mailbox):
         history_id, pending = await ask(api)
-        message = await mailed(api, mailbox, history_id, pending)
+        message = await mailed(mailbox)
         assert message["To"] == "alice@example.com"
         assert message["From"] == "handrail@example.com"
         assert message["Subject"] == "Clean up todos"
@@ -133,7 +133,7 @@ async def test_an_ask_by_email_answered_by_link_once(tmp_path: Path) -> None:
 async def test_a_link_of_an_ask_answered_in_the_app_says_answered(tmp_path: Path) -> None:
     async with emailing(tmp_path) as (api, mailbox):
         history_id, pending = await ask(api)
-        links = links_of(await mailed(api, mailbox, history_id, pending))
+        links = links_of(await mailed(mailbox))
         stream = await api.answer(history_id, pending["toolCallId"], {"action": "cancel"})
         assert stream.status == 200
         page = await api.client.get(f"/links/{links['Delete 14 todos']}")
@@ -144,8 +144,8 @@ async def test_a_link_of_an_ask_answered_in_the_app_says_answered(tmp_path: Path
 
 async def test_expired_and_forged_links_say_so(tmp_path: Path) -> None:
     async with emailing(tmp_path) as (api, mailbox):
-        history_id, pending = await ask(api)
-        links = links_of(await mailed(api, mailbox, history_id, pending))
+        history_id, _pending = await ask(api)
+        links = links_of(await mailed(mailbox))
         token = links["Keep them"]
         forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
         page = await api.client.get(f"/links/{forged}")
@@ -171,8 +171,8 @@ async def test_a_link_shows_no_more_than_the_card(tmp_path: Path) -> None:
         stream = await api.prompt(
             {"prompt": command("ask_confirm", {"prompt": long_prompt, "title": "Publish"})}
         )
-        history_id, pending = stream.history_id, stream.ask
-        message = await mailed(api, mailbox, history_id, pending)
+        history_id, _pending = stream.history_id, stream.ask
+        message = await mailed(mailbox)
         card = (await api.history(history_id))["pendingAsk"]["simple"]
         assert len(card["text"]) <= 140
         assert card["text"].endswith("…")
@@ -243,3 +243,28 @@ def test_email_settings_come_from_the_file_and_the_environment() -> None:
     )
     assert config_ok.public_url == PUBLIC
     assert config_ok.users[0].email == "alice@example.com"
+
+
+async def test_a_reminder_sends_the_card_again(tmp_path: Path) -> None:
+    agents = [Agent("helper", instructions="You help people.", remind_after=30)]
+    async with emailing(tmp_path, agents=agents) as (api, mailbox):
+        history_id, pending = await ask(api)
+        first = links_of(await mailed(mailbox))
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=31)
+        await api.app.state.runtime.sweep_gates(later)
+        reminder = await mailed(mailbox, count=2)
+        assert reminder["Subject"] == "Reminder: Clean up todos"
+        again = links_of(reminder)
+        assert list(again) == list(first)
+        assert set(again.values()).isdisjoint(first.values())  # links of their own
+        # Either message's link answers; the first click wins.
+        sent = await api.client.post(f"/links/{again['Keep them']}")
+        assert sent.status_code == 200
+        late = await api.client.post(f"/links/{first['Delete 14 todos']}")
+        assert late.status_code == 409
+        assert "This ask was already answered" in late.text
+        deliveries = (await api.get("/deliveries")).json()["data"]
+        assert sorted(d["type"] for d in deliveries) == ["ask.created", "ask.reminder"]
+        assert {d["channel"] for d in deliveries} == {"email"}
+        assert history_id
+        assert pending["toolCallId"]

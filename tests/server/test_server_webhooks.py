@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from reach_helpers import WEBHOOK_SECRET, Event, eventually, receiving
-from server_helpers import Api, sqlite_url, start_api
+from server_helpers import Api, command, sqlite_url, start_api
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from handrail.errors import ConfigError
@@ -230,3 +230,22 @@ def test_webhooks_come_from_the_configuration_file() -> None:
     config = ServerConfig.from_mapping(data, env={"S": "a-long-enough-secret"})
     assert [h.name for h in config.webhooks] == ["ops"]
     assert config.webhooks[0].secret == b"a-long-enough-secret"
+
+
+async def test_the_runtimes_ask_events_are_posted(database_url: str, tmp_path: Path) -> None:
+    with receiving() as receiver:
+        async with start_api(database_url, tmp_path, webhooks=[hook(receiver.url)]) as api:
+            stream = await api.say(command("ask_confirm", {"prompt": "Ship it?"}))
+            tool_call_id = stream.ask["toolCallId"]
+            no = {"action": "accept", "content": {"confirmed": False}}
+            answered = await api.answer(stream.history_id, tool_call_id, no)
+            assert answered.status == 200
+            found = await settled(api, count=2)
+    assert sorted(d["type"] for d in found) == ["ask.answered", "ask.created"]
+    bodies = [Webhook(WEBHOOK_SECRET).verify(r.body, r.headers) for r in receiver.received]
+    by_type = {b["type"]: b["data"] for b in bodies}
+    assert by_type["ask.created"]["ask"]["toolCallId"] == tool_call_id
+    assert by_type["ask.created"]["historyId"] == stream.history_id
+    assert by_type["ask.answered"]["toolCallId"] == tool_call_id
+    assert by_type["ask.answered"]["action"] == "accept"
+    assert {r.headers["webhook-id"] for r in receiver.received} == {d["eventId"] for d in found}

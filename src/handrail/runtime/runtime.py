@@ -621,7 +621,15 @@ class Runtime:
                         )
                     ]
                 )
+                await self._publish_reminder(gate.owner_id, gate.history_id, gate.ask_id)
         return turns
+
+    async def _publish_reminder(self, owner_id: str, history_id: str, ask_id: str) -> None:
+        """``ask.reminder`` for an ask still waiting (webhooks and email listen for it)."""
+        history = await self.store.histories.get(history_id)
+        pending = history.pending_ask if history is not None else None
+        if pending is not None and pending.tool_call_id == ask_id:
+            await self.publish(user_ask_created(owner_id, history_id, pending, kind="ask.reminder"))
 
     async def publish(self, event: UserEvent) -> None:
         """Publish `event` on the store's event bus (see `handrail.store.events`)."""

@@ -104,7 +104,7 @@ def create_app(
                 # Webhooks and email: their outbox is sent from every process.
                 reach = Reach(the_store, config)
                 app.state.reach = reach
-                reach.start()
+                await reach.start()
                 try:
                     yield
                 finally:

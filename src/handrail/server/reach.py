@@ -2,6 +2,7 @@
 outbox.
 
 `Reach.handle` takes a user event (an ask created, a reminder, an ask answered or cancelled)
+from the store's event bus (`handrail.store.events`: every process hears every user's events)
 and writes one delivery per webhook that wants it and, for a new ask or a reminder, one email to
 the user (when email is on and the user has an address). Writing is idempotent per event and
 target, so an event handled twice (two processes, a retry) is delivered once.
@@ -33,7 +34,7 @@ from ..store import Store
 from ..store.outbox import AnswerLinkRepo, Delivery, DeliveryRepo, new_delivery
 from .config import ServerConfig
 from .email import email_payload, new_links, render_email, send_email
-from .reach_config import EMAIL_EVENTS, WebhookConfig
+from .reach_config import EMAIL_EVENTS, WEBHOOK_EVENTS, WebhookConfig
 from .webhooks import WEBHOOK_TIMEOUT, post_webhook
 
 __all__ = ["CLAIM_HOLD", "Reach", "ReachEvent", "retry_delay"]
@@ -83,6 +84,7 @@ class Reach:
         self._poll_s = poll_s
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
 
     @property
@@ -103,9 +105,10 @@ class Reach:
             history = await self.store.histories.get(event.history_id)
             agent = history.agent if history is not None else None
         queued = 0
+        created = getattr(event, "created", None)
         payload = {
             "type": kind,
-            "timestamp": iso(utc_now()),
+            "timestamp": created if isinstance(created, str) else iso(utc_now()),
             "data": {**data, "userId": event.user_id, "historyId": event.history_id},
         }
         for hook in hooks:
@@ -172,20 +175,42 @@ class Reach:
 
     # ------------------------------------------------------------------------- the worker
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Listen to every user's events on the store's bus and send the outbox. Returns once
+        the subscription is in place, so no event published after it is missed."""
         if not self.enabled or self._task is not None:
             return
         self._client = httpx.AsyncClient(
             timeout=WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
         )
         self._task = asyncio.create_task(self._run(), name="handrail-reach")
+        listening = asyncio.get_running_loop().create_future()
+        self._listener = asyncio.create_task(self._listen(listening), name="handrail-reach-bus")
+        await listening
+
+    async def _listen(self, listening: asyncio.Future[None]) -> None:
+        try:
+            async with self.store.events.subscribe(None) as events:
+                listening.set_result(None)
+                async for event in events:
+                    if event.kind not in WEBHOOK_EVENTS:
+                        continue  # reload (missed events) included: the state is in the store
+                    try:
+                        await self.handle(event)
+                    except Exception:
+                        log.exception("could not queue the %s event %s", event.kind, event.id)
+        finally:
+            if not listening.done():
+                listening.set_result(None)
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        for task in (self._listener, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._listener = None
+        self._task = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
