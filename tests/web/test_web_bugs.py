@@ -6,10 +6,12 @@ the browser renders)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, Route, expect
 from web_pages import App, command
 
 from demo_server import DemoServer
@@ -53,6 +55,44 @@ def dark_phone(browser: Browser, demo_server: DemoServer) -> Iterator[App]:
         yield App(page=page, base_url=demo_server.url)
     finally:
         context.close()
+
+
+def confirm_item(tool_call_id: str, title: str, *, destructive: bool = False) -> dict[str, Any]:
+    """A pending confirm as ``GET /api/histories/pendingAsks`` lists it."""
+    confirm = {"action": "accept", "content": {"confirmed": True}}
+    deny = {"action": "accept", "content": {"confirmed": False}}
+    return {
+        "historyId": "f" * 24,
+        "toolCallId": tool_call_id,
+        "kind": "confirm",
+        "created": "2026-12-01T14:00:00.000Z",
+        "simple": {
+            "toolCallId": tool_call_id,
+            "kind": "confirm",
+            "title": title,
+            "text": f"{title}? Expires 14:05:00 UTC.",
+            "buttons": [
+                {
+                    "id": "confirm",
+                    "label": "Do it",
+                    "style": "destructive" if destructive else "primary",
+                    "response": confirm,
+                },
+                {"id": "deny", "label": "Not now", "style": "cancel", "response": deny},
+            ],
+            "handoff": False,
+        },
+    }
+
+
+def fake_pending(page: Page, items: list[dict[str, Any]]) -> None:
+    """Answer the pending asks list with `items` (so no other test's asks show here)."""
+
+    def fulfill(route: Route) -> None:
+        body = {"data": items, "requestId": "test"}
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route("**/api/histories/pendingAsks*", fulfill)
 
 
 def page_width(app: App) -> int:
@@ -113,11 +153,9 @@ def test_an_unknown_path_is_a_page_not_raw_json(app: App) -> None:
     expect(app.page.get_by_role("button", name="Sign in as alice")).to_be_visible()
 
 
-def test_dark_mode_badges_and_watch_buttons_have_enough_contrast(
-    dark_phone: App, demo_server: DemoServer
-) -> None:
-    demo_server.ask("admin", command("ask_confirm", {"prompt": "Delete it?", "destructive": True}))
-    demo_server.ask("admin", command("ask_confirm", {"prompt": "Keep going?"}))
+def test_dark_mode_badges_and_watch_buttons_have_enough_contrast(dark_phone: App) -> None:
+    items = [confirm_item("call_d", "Delete it", destructive=True), confirm_item("call_k", "Go on")]
+    fake_pending(dark_phone.page, items)
     dark_phone.sign_in_as("admin", "/inbox")
     count = dark_phone.page.locator(".nav .count").first
     expect(count).to_be_visible()
@@ -136,3 +174,53 @@ def test_dark_mode_badges_and_watch_buttons_have_enough_contrast(
         assert ratio >= 4.5, f"{button.inner_text()!r} is {ratio:.2f}:1"
     assert any("btn-danger" in (s or "") for s in styles)
     assert any("btn-primary" in (s or "") for s in styles)
+
+
+def test_watch_an_expired_confirmation_says_so_and_only_cancel_is_left(phone: App) -> None:
+    items = [confirm_item("call_a", "Book a table"), confirm_item("call_b", "Send the mail")]
+    fake_pending(phone.page, items)
+
+    def stale(route: Route) -> None:
+        problem = {
+            "status": 409,
+            "title": "Confirmation expired",
+            "detail": "The prepared request expired before it was confirmed; nothing was sent.",
+            "code": "CONFIRMATION_STALE",
+        }
+        route.fulfill(status=409, content_type="application/problem+json", body=json.dumps(problem))
+
+    phone.page.route("**/api/histories/*/turn", stale)
+    phone.sign_in_as("alice", "/watch")
+    cards = phone.page.locator(".simple-card")
+    expect(cards).to_have_count(2)
+    first = cards.filter(has_text="Book a table")
+    first.get_by_role("button", name="Do it").click()
+    status = phone.page.get_by_role("status")
+    expect(status).to_contain_text("the confirmation expired, so nothing was done")
+    expect(status).not_to_contain_text("answered elsewhere")
+    # The card is no longer tappable for what expired: only its cancel stays, with why.
+    expect(first.get_by_role("button")).to_have_text(["Not now"])
+    expect(first.locator(".expired-note")).to_have_text("Expired: nothing was sent.")
+    # The focus stays on the card that was tapped, not lost to the page.
+    expect(first.get_by_role("button", name="Not now")).to_be_focused()
+
+
+def test_watch_keeps_the_focus_after_a_tap(phone: App) -> None:
+    items = [confirm_item("call_a", "Book a table"), confirm_item("call_b", "Send the mail")]
+    fake_pending(phone.page, items)
+
+    def sent(route: Route) -> None:
+        items.pop(0)  # the answered ask leaves the list
+        body = {"data": {"historyId": "f" * 24, "text": "Done."}, "requestId": "test"}
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    phone.page.route("**/api/histories/*/turn", sent)
+    phone.sign_in_as("alice", "/watch")
+    cards = phone.page.locator(".simple-card")
+    expect(cards).to_have_count(2)
+    cards.first.get_by_role("button", name="Do it").focus()
+    phone.page.keyboard.press("Enter")
+    expect(phone.page.get_by_role("status")).to_contain_text("“Do it” sent. The agent says: Done.")
+    expect(cards).to_have_count(1)
+    # The next card takes the tapped one's place, and the focus.
+    expect(cards.first.get_by_role("button", name="Do it")).to_be_focused()

@@ -11,9 +11,11 @@ const WATCH_LIMIT = 20;
 
 export function watchPage(main, ctx) {
   const cards = h("div", { class: "watch-cards" });
-  const status = h("p", { class: "watch-status", role: "status" });
+  const status = h("p", { class: "watch-status", role: "status", tabindex: "-1" });
   let alive = true;
   let busy = false;
+  // Confirmations the server said expired: their card offers only the way to cancel.
+  const expired = new Set();
 
   function say(text, tone = "info") {
     status.className = `watch-status notice-${tone}`;
@@ -23,6 +25,8 @@ export function watchPage(main, ctx) {
   async function tap(item, button, cardEl) {
     if (busy) return;
     busy = true;
+    // Where the tapped card was, so the focus stays there once the list is drawn again.
+    const position = Array.prototype.indexOf.call(cards.children, cardEl);
     for (const b of cardEl.querySelectorAll("button")) b.disabled = true;
     cardEl.setAttribute("aria-busy", "true");
     try {
@@ -41,16 +45,37 @@ export function watchPage(main, ctx) {
         result.error ? "error" : "ok",
       );
     } catch (error) {
-      say(
-        error instanceof ApiError && error.status === 409
-          ? "That ask was already answered elsewhere."
-          : `Not sent: ${error.message}`,
-        "error",
-      );
+      const conflict = error instanceof ApiError && error.status === 409;
+      if (conflict && error.problem.code === "CONFIRMATION_STALE") {
+        expired.add(item.toolCallId);
+        say(
+          `“${button.label}” was not sent: the confirmation expired, so nothing was done. ` +
+            "Cancel it, or ask the agent to prepare it again.",
+          "error",
+        );
+      } else {
+        say(conflict ? "That ask was already answered elsewhere." : `Not sent: ${error.message}`, "error");
+      }
     } finally {
       busy = false;
       await load();
+      keepFocus(position);
     }
+  }
+
+  /** After a tap: the focus goes to the card now at the tapped one's place (its first
+   * button), else to the status line, never lost to the page. */
+  function keepFocus(position) {
+    const here = cards.children[Math.min(Math.max(position, 0), cards.children.length - 1)];
+    const target = here && here.querySelector("button:not(:disabled), a");
+    if (target) target.focus();
+    else status.focus();
+  }
+
+  /** The card of a confirmation that expired: only its cancel button, and why. */
+  function expiredCard(simple) {
+    const buttons = (simple.buttons || []).filter((b) => b.id === "deny" || b.style === "cancel");
+    return { ...simple, buttons };
   }
 
   async function load() {
@@ -63,10 +88,12 @@ export function watchPage(main, ctx) {
         items.length
           ? items.map((item) => {
               let el = null;
-              el = simpleCard(item.simple, {
+              const gone = expired.has(item.toolCallId);
+              el = simpleCard(gone ? expiredCard(item.simple) : item.simple, {
                 headingLevel: "h2",
                 handoffHref: `/c/${item.historyId}`,
                 onButton: (button) => tap(item, button, el),
+                extra: gone ? h("p", { class: "expired-note" }, "Expired: nothing was sent.") : null,
               });
               return el;
             })
