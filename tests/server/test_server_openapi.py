@@ -47,6 +47,7 @@ ROUTES = {
     ("/api/deliveries", "get"),
     ("/api/deliveries/{id}", "get"),
     ("/api/events", "get"),
+    ("/api/tokens", "post"),
 }
 
 

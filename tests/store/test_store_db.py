@@ -17,11 +17,12 @@ from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
 from handrail.store.tables import metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0008"
+HEAD = "0009"
 
 TABLES = {
     "activity",
     "answer_links",
+    "api_tokens",
     "alembic_version",
     "confirmations",
     "connections",

@@ -284,8 +284,13 @@ def test_the_chat_embedded_in_another_origin(
 ) -> None:
     allowed, _refused = hosts
     reset(server, "alice")
+    # The host app's backend mints a short-lived token for its user with an admin token;
+    # the page's getToken hands it to the element.
+    with server.api("admin") as admin:
+        minted = admin.post("/tokens", json={"userId": "alice", "expiresIn": 600})
+    token = minted.raise_for_status().json()["data"]["token"]
     page = tab.page
-    page.goto(f"{allowed.url}/host.html#{TOKENS['alice']}")
+    page.goto(f"{allowed.url}/host.html#{token}")
     expect(tab.chat.locator(".hc-user")).to_contain_text("Signed in as alice")
     tab.chat.get_by_role("button", name="New conversation").click()
     tab.say("call whoami {}")

@@ -37,6 +37,7 @@ from .links import add_link_routes
 from .openapi import install_openapi
 from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
 from .reach import Reach
+from .tokens import add_token_routes
 from .uploads import add_upload_routes
 from .web import add_web_routes
 
@@ -126,7 +127,7 @@ def create_app(
     )
     # A broken app definition stops the start-up here, with every problem listed.
     catalog = load_catalog(config.catalog_dirs)
-    app.state.authenticator = Authenticator(config.users)
+    app.state.authenticator = Authenticator(config.users, jwt=config.jwt)
     app.state.upload_cap = config.upload_cap
     app.state.max_json_bytes = config.max_json_bytes
     app.state.max_files_answer_bytes = config.max_files_answer_bytes
@@ -141,6 +142,7 @@ def create_app(
     add_confirmation_routes(app.router, prefix)
     add_connection_routes(app.router, prefix)  # /catalog, /connections, /activity
     add_audit_routes(app.router, prefix)  # /audit, /approvals
+    add_token_routes(app.router, prefix)  # POST /tokens: an admin mints a user's token
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
     add_delivery_routes(app.router, prefix)  # GET /deliveries: webhooks' and emails' log
     add_link_routes(app.router)  # /links/{token}: the one-time answer links of emails

@@ -57,6 +57,7 @@ from handrail.store.records import (
     TurnLease,
 )
 from handrail.store.requests import RequestLog, request_record
+from handrail.store.tokens import TokenRepo
 
 __all__ = [
     "CONFIRMATION_STALE",
@@ -156,6 +157,7 @@ class Store:
         self.grants = GrantRepo(db)
         self.confirmations = ConfirmationRepo(db)
         self.leases = LeaseRepo(db)
+        self.tokens = TokenRepo(db)
         self.audit = AuditRepo(db)
         #: The per-user event bus (see `handrail.store.events`).
         self.events = EventBus(db)

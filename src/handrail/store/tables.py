@@ -26,6 +26,7 @@ from handrail.store._types import JSONData, UTCDateTime
 __all__ = [
     "activity",
     "answer_links",
+    "api_tokens",
     "confirmations",
     "connections",
     "deliveries",
@@ -380,4 +381,19 @@ answer_links = Table(
     Column("used", UTCDateTime, nullable=True),
     Column("created", UTCDateTime, nullable=False),
     Index(None, "history_id", "tool_call_id"),
+)
+
+
+#: Short-lived bearer tokens an admin minted for one user (``POST /api/tokens``): only the
+#: SHA-256 hex of the token is kept; it names the user it speaks for and when it stops working.
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("user_id", String(NAME), nullable=False),
+    Column("created_by", String(NAME), nullable=False),
+    Column("expires", UTCDateTime, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Index(None, "expires"),
 )
