@@ -5,7 +5,7 @@
 import { ApiError, get, getPage, streamPrompt } from "./api.js";
 import { createCard } from "./cards/index.js";
 import { ago, h, json, replace, uid } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
+import { MarkdownStream, renderMarkdown } from "./markdown.js";
 
 function lowerKeys(object) {
   return Object.fromEntries(Object.entries(object).map(([key, value]) => [key.toLowerCase(), value]));
@@ -36,7 +36,7 @@ export function chatPage(main, ctx) {
     tools: new Map(),
     calls: new Map(), // toolCallId -> {toolName, args}
     agentEl: null,
-    agentText: "",
+    agentStream: null,
     streaming: false,
     safety: new Map(),
     flash: null,
@@ -224,20 +224,21 @@ export function chatPage(main, ctx) {
   function streamText(delta) {
     clearEmpty();
     if (!state.agentEl) {
-      state.agentText = "";
       state.agentEl = h("div", { class: "msg-text markdown-body" });
+      state.agentStream = new MarkdownStream(state.agentEl);
       const el = h("div", { class: "msg msg-agent", "aria-busy": "true" }, h("span", { class: "sr-only" }, "Agent: "), state.agentEl);
       transcript.append(el);
       reveal(el);
     }
-    state.agentText += delta;
-    state.agentEl.replaceChildren(renderMarkdown(state.agentText));
+    // Only the open last block is rendered again; the finished ones stay as they are.
+    state.agentStream.append(delta);
   }
 
   function closeText() {
+    if (state.agentStream) state.agentStream.flush();
     if (state.agentEl) state.agentEl.parentElement.removeAttribute("aria-busy");
     state.agentEl = null;
-    state.agentText = "";
+    state.agentStream = null;
   }
 
   function toolCall(call) {

@@ -1,7 +1,11 @@
 // A small, safe markdown renderer. It builds DOM nodes, never HTML strings, so anything in the
 // text (including <script> or an onerror attribute) shows as the text it is. Supported: headings,
-// paragraphs, emphasis, strong, inline code, fenced code, block quotes, lists, rules, and links
-// to http, https and mailto addresses only.
+// paragraphs, emphasis, strong, inline code, fenced code, block quotes, lists, rules, tables
+// (GitHub's pipe tables, with alignment), and links to http, https and mailto addresses only.
+//
+// `MarkdownStream` renders text that grows (a streamed reply) incrementally: the blocks that
+// are complete are rendered once and kept; only the last, open block is rendered again, at most
+// once per animation frame.
 
 import { h } from "./dom.js";
 
@@ -49,6 +53,49 @@ const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
 const BULLET = /^\s{0,3}[-*+]\s+(.*)$/;
 const NUMBERED = /^\s{0,3}(\d{1,9})[.)]\s+(.*)$/;
+const TABLE_RULE = /^\s{0,3}\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+/** The cells of a table row: split on `|` (not `\|`), without the outer pipes. */
+function cells(line) {
+  let row = line.trim();
+  if (row.startsWith("|")) row = row.slice(1);
+  if (row.endsWith("|") && !row.endsWith("\\|")) row = row.slice(0, -1);
+  return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
+}
+
+/** Whether lines[i] starts a table: a row with a pipe, then a delimiter row of as many cells. */
+function tableAt(lines, i) {
+  const head = lines[i];
+  const rule = lines[i + 1];
+  if (rule === undefined || !head.includes("|") || !TABLE_RULE.test(rule) || !rule.includes("-")) return false;
+  return cells(head).length === cells(rule).length;
+}
+
+function table(lines, i) {
+  const head = cells(lines[i]);
+  const align = cells(lines[i + 1]).map((c) =>
+    c.startsWith(":") && c.endsWith(":") ? "center" : c.endsWith(":") ? "right" : c.startsWith(":") ? "left" : null,
+  );
+  const cell = (tag, text, index) =>
+    h(tag, align[index] ? { class: `align-${align[index]}` } : {}, inline(text));
+  const body = [];
+  let j = i + 2;
+  while (j < lines.length && lines[j].trim() && lines[j].includes("|")) {
+    const row = cells(lines[j++]);
+    body.push(h("tr", {}, head.map((_, index) => cell("td", row[index] ?? "", index))));
+  }
+  const node = h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      {},
+      h("thead", {}, h("tr", {}, head.map((text, index) => cell("th", text, index)))),
+      body.length ? h("tbody", {}, body) : null,
+    ),
+  );
+  return { node, next: j };
+}
 
 function blocks(lines) {
   const out = [];
@@ -68,6 +115,12 @@ function blocks(lines) {
       const code = h("code", {}, body.join("\n"));
       if (fence[2]) code.dataset.language = fence[2];
       out.push(h("pre", {}, code));
+      continue;
+    }
+    if (tableAt(lines, i)) {
+      const found = table(lines, i);
+      out.push(found.node);
+      i = found.next;
       continue;
     }
     const heading = line.match(HEADING);
@@ -109,7 +162,7 @@ function blocks(lines) {
     while (
       i < lines.length && lines[i].trim() && !FENCE.test(lines[i]) && !HEADING.test(lines[i]) &&
       !QUOTE.test(lines[i]) && !BULLET.test(lines[i]) && !NUMBERED.test(lines[i]) &&
-      !RULE.test(lines[i])
+      !RULE.test(lines[i]) && !(para.length && tableAt(lines, i))
     ) para.push(lines[i++]);
     const content = [];
     para.forEach((text, index) => {
@@ -126,4 +179,68 @@ export function renderMarkdown(text) {
   const fragment = document.createDocumentFragment();
   for (const node of blocks(String(text ?? "").split(/\r\n?|\n/))) fragment.append(node);
   return fragment;
+}
+
+/**
+ * Markdown that grows: `append(delta)` adds text, and the element shows it rendered. Blocks
+ * that a blank line (outside a code fence) or a closed fence ended are rendered once into
+ * the settled part and never again; the open tail is rendered again at most once per frame.
+ * So a long streamed reply costs about what rendering it once does, not once per delta.
+ */
+export class MarkdownStream {
+  constructor(el) {
+    this.el = el;
+    this.settled = document.createElement("div");
+    this.settled.className = "md-settled";
+    this.tail = document.createElement("div");
+    this.tail.className = "md-tail";
+    el.replaceChildren(this.settled, this.tail);
+    this.text = "";
+    this.done = 0; // the text before this is settled (rendered into `settled`)
+    this.scan = 0; // lines are scanned up to here
+    this.fence = null; // the open fence's marker, while inside one
+    this.frame = 0;
+  }
+
+  append(delta) {
+    this.text += delta;
+    this.settle();
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
+  }
+
+  /** Render the open tail now (the stream ended, or a test wants it). */
+  flush() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.paint();
+  }
+
+  settle() {
+    let boundary = this.done;
+    for (;;) {
+      const end = this.text.indexOf("\n", this.scan);
+      if (end < 0) break;
+      const line = this.text.slice(this.scan, end);
+      this.scan = end + 1;
+      const fence = line.match(FENCE);
+      if (this.fence) {
+        if (line.trim().startsWith(this.fence)) {
+          this.fence = null;
+          boundary = this.scan;
+        }
+      } else if (fence) {
+        this.fence = fence[1];
+      } else if (!line.trim()) {
+        boundary = this.scan;
+      }
+    }
+    if (boundary > this.done) {
+      this.settled.append(renderMarkdown(this.text.slice(this.done, boundary)));
+      this.done = boundary;
+    }
+  }
+
+  paint() {
+    this.frame = 0;
+    this.tail.replaceChildren(renderMarkdown(this.text.slice(this.done)));
+  }
 }

@@ -3,6 +3,7 @@
 // shown under the field they name (by the error's `path`, such as content.values.seats).
 
 import { append, h, replace, uid } from "../dom.js";
+import { renderMarkdown } from "../markdown.js";
 
 const CANCEL_REASONS = {
   user_sent_message: "Cancelled: a new message was sent",
@@ -105,7 +106,14 @@ export class AskCard {
     );
     this.notice = h("div", { class: "card-notice", role: "alert", hidden: true });
     const parts = [header];
-    if (prompt) parts.push(h("p", { class: "card-prompt" }, prompt));
+    // The prompt is markdown (the agent's words): rendered safely, as the chat renders replies.
+    if (prompt) {
+      parts.push(
+        typeof prompt === "string"
+          ? h("div", { class: "card-prompt markdown-body" }, renderMarkdown(prompt))
+          : h("div", { class: "card-prompt" }, prompt),
+      );
+    }
     if (status === "pending" && ask.actionable !== false) {
       parts.push(renderer.controls(ask, this));
     } else if (status === "pending") {
