@@ -6,8 +6,9 @@
 Tools: ``echo`` (read-only), ``slow`` (read-only; sleeps), ``pid`` (read-only; the process id,
 so a test can kill it), ``crash`` (the process exits in the middle of the call), ``whisper``
 (writes ``TEST_TOKEN`` from its environment to stderr, and answers without it), ``picture``
-(an image and text), ``fail`` (an error result), ``header`` (the Authorization header the HTTP
-request carried, masked to its length), ``wipe`` (destructive). Its instructions are prose that
+(an image and text; its annotations' title is "Show a picture"), ``fail`` (an error result),
+``header`` (the Authorization header the HTTP request carried, masked to its length), ``wipe``
+(destructive; its title is "Wipe the test data"). Its instructions are prose that
 must never reach a prompt.
 
 Elicitation, in the protocol the client speaks (an ``input_required`` result on 2026-07-28, an
@@ -77,7 +78,11 @@ def whisper() -> str:
     return "whispered"
 
 
-@server.tool(description="A picture and a caption.", annotations=READ_ONLY, structured_output=False)
+@server.tool(
+    description="A picture and a caption.",
+    annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, title="Show a picture"),
+    structured_output=False,
+)
 def picture() -> list[Any]:
     return [
         TextContent(type="text", text="A picture:"),
@@ -102,6 +107,7 @@ def header(ctx: Context) -> str:
 
 
 @server.tool(
+    title="Wipe the test data",
     description="Delete everything. It cannot be undone.",
     annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True),
     structured_output=False,

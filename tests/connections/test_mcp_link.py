@@ -48,11 +48,18 @@ async def test_tools_are_listed_as_declared(link: McpLink) -> None:
 async def test_results_and_errors(link: McpLink) -> None:
     assert (await link.call("echo", {"text": "hi"})).content == "echo: hi"
     picture = await link.call("picture", {})
-    assert picture.content["content"][1] == {
-        "type": "image",
-        "mimeType": "image/png",
-        "note": "image of 32 bytes (image/png); handrail keeps no file bytes in a conversation",
-    }
+    assert picture.content["content"] == [
+        {"type": "text", "text": "A picture:"},
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "size": 32,
+            "note": "image 1 of this result, shown to you with it; its bytes are not stored",
+        },
+    ]
+    [image] = picture.files
+    assert (image.filename, image.mime_type) == ("image-1.png", "image/png")
+    assert image.data == b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
     failed = await link.call("fail", {})
     assert failed.is_error
     assert failed.error_text == "Error executing tool fail: it failed on purpose; try echo instead"

@@ -384,7 +384,8 @@ async def test_a_sign_in_replaced_by_a_newer_one_is_refused(
 ) -> None:
     added = (await oapi.post("/connections", remote(auth_server), user="root")).json()["data"]
     old = added["status"]["authorize"]
-    again = (await oapi.post(f"/connections/{added['id']}/authorize", user="root")).json()
+    # A refresh while it waits starts the sign-in again, and the first one is over.
+    again = (await oapi.post(f"/connections/{added['id']}/refresh", user="root")).json()
     new = again["data"]["status"]["authorize"]
     assert new != old
     stale = await callback(oapi, browser(old))

@@ -13,8 +13,10 @@ What reaches the caller:
 - `ListedTool`: a tool as the server lists it, its annotations (and the WebMCP hints a server
   states in the tool's ``_meta`` under `HINTS_META_KEY`) as declared, never defaults.
 - `CallOutcome`: a result for the model: text as text, otherwise ``{content, structuredContent}``
-  as the SDK gives them (image and audio data replaced by a note of their type and size, as no
-  file bytes go into a conversation), and ``isError``.
+  as the SDK gives them, and ``isError``. An image or audio block keeps its place, type and
+  MIME type, with its data replaced by its size and a note: no file bytes are stored in a
+  conversation. Images (PNG, JPEG, GIF, WebP, up to `IMAGE_MAX_BYTES`) come with the outcome as
+  `McpFile`s, for the model to see with the result on that turn.
 - `McpCallFailed`: the server failed, timed out, or is not there; its message names the way
   forward and its `code` is ``TOOL_SERVER_ERROR``, ``TOOL_TIMEOUT`` or ``TOOL_CONNECTION_ERROR``.
 
@@ -54,11 +56,13 @@ from .secrets import mask
 __all__ = [
     "BACKOFF_MAX",
     "HINTS_META_KEY",
+    "IMAGE_MAX_BYTES",
     "CallOutcome",
     "ElicitationNeeded",
     "LinkState",
     "ListedTool",
     "McpCallFailed",
+    "McpFile",
     "McpLink",
     "ParkedCallGone",
     "parked_here",
@@ -89,6 +93,11 @@ INPUT_ROUNDS_MAX: Final = 10
 #: The longest a legacy call waits, parked, for a person's answer before it is cancelled.
 PARK_MAX: Final = 24 * 3600.0
 _STATE_ONLY_WAIT: Final = 0.05
+#: The longest human title of a tool (as a Python tool's ``title``).
+TITLE_MAX: Final = 80
+#: The largest image of a tool result shown to the model (a provider's own limit).
+IMAGE_MAX_BYTES: Final = 5 * 1024 * 1024
+_IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 LinkState = Literal["starting", "connected", "error", "closed"]
 FailureCode = Literal["TOOL_SERVER_ERROR", "TOOL_TIMEOUT", "TOOL_CONNECTION_ERROR"]
@@ -125,11 +134,22 @@ class ListedTool:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class McpFile:
+    """An image of a tool result, for the model to see with it."""
+
+    filename: str
+    mime_type: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CallOutcome:
-    """A tool's result for the model, and whether the server marked it an error."""
+    """A tool's result for the model, and whether the server marked it an error; `files` are
+    the result's images, shown to the model with it."""
 
     content: Any
     is_error: bool = False
+    files: tuple[McpFile, ...] = ()
 
     @property
     def error_text(self) -> str:
@@ -903,10 +923,13 @@ def _listed(tool: Any) -> ListedTool:
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
     if schema.get("type") != "object":
         schema = {"type": "object", **{k: v for k, v in schema.items() if k != "type"}}
+    title = getattr(tool, "title", None)
+    if not (isinstance(title, str) and title.strip()) and tool.annotations is not None:
+        title = getattr(tool.annotations, "title", None)
     cleaned, _ = storable(
         {
             "description": tool.description,
-            "title": getattr(tool, "title", None),
+            "title": _title(title),
             "schema": schema,
         }
     )
@@ -919,18 +942,49 @@ def _listed(tool: Any) -> ListedTool:
     )
 
 
+def _title(value: Any) -> str | None:
+    """A tool's human title (its ``title``, else ``annotations.title``) on one line, cut to
+    `TITLE_MAX` characters; None when it has none."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    if not text:
+        return None
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1].rstrip() + "…"
+
+
 def outcome_of(result: Any) -> CallOutcome:
     """What the model gets from a `CallToolResult`: the text alone when the result is only text,
-    else its content and structured content as JSON (binary data noted, not kept)."""
+    else its content and structured content as JSON (binary data replaced by its size, images
+    given as `McpFile`s)."""
     parts: list[dict[str, Any]] = []
+    files: list[McpFile] = []
     for item in result.content:
         data = item.model_dump(mode="json", by_alias=True, exclude_none=True)
         if data.get("type") in ("image", "audio") and isinstance(data.get("data"), str):
-            size = _decoded_size(data.pop("data"))
-            data["note"] = (
-                f"{data['type']} of {size} bytes ({data.get('mimeType', 'unknown type')}); "
-                "handrail keeps no file bytes in a conversation"
+            raw = _decoded(data.pop("data"))
+            mime_type = str(data.get("mimeType") or "application/octet-stream").lower()
+            data["size"] = len(raw) if raw is not None else 0
+            shown = (
+                data["type"] == "image"
+                and raw is not None
+                and mime_type in _IMAGE_TYPES
+                and len(raw) <= IMAGE_MAX_BYTES
             )
+            if shown and raw is not None:
+                number = len(files) + 1
+                extension = mime_type.split("/", 1)[1].replace("jpeg", "jpg")
+                files.append(
+                    McpFile(filename=f"image-{number}.{extension}", mime_type=mime_type, data=raw)
+                )
+                data["note"] = (
+                    f"image {number} of this result, shown to you with it; its bytes are not stored"
+                )
+            else:
+                data["note"] = (
+                    f"{data['type']} of {data['size']} bytes ({mime_type}), not shown to the "
+                    "model; its bytes are not stored"
+                )
         data.pop("_meta", None)
         parts.append(data)
     structured = result.structured_content
@@ -941,14 +995,14 @@ def outcome_of(result: Any) -> CallOutcome:
     content: dict[str, Any] = {"content": parts}
     if structured is not None:
         content["structuredContent"] = structured
-    return CallOutcome(content=content, is_error=bool(result.is_error))
+    return CallOutcome(content=content, is_error=bool(result.is_error), files=tuple(files))
 
 
-def _decoded_size(data: str) -> int:
+def _decoded(data: str) -> bytes | None:
     try:
-        return len(base64.b64decode(data, validate=False))
+        return base64.b64decode(data, validate=True)
     except (ValueError, TypeError):
-        return len(data)
+        return None
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -423,7 +423,7 @@ class ConnectionHub:
             listing.append(
                 {
                     "name": action.name,
-                    "title": None,
+                    "title": action.title,
                     "description": action.description,
                     "inputSchema": dict(action.input_schema),
                     "annotations": hints.to_annotations(),
@@ -439,6 +439,7 @@ class ConnectionHub:
             tools.append(
                 ConnectionTool(
                     name=name,
+                    title=action.title,
                     description=action.description,
                     input_schema=dict(action.input_schema),
                     function=_run_by_the_runtime,
@@ -540,6 +541,7 @@ class ConnectionHub:
             tools.append(
                 ConnectionTool(
                     name=name,
+                    title=listed.title,
                     description=_description(listed, record.name),
                     input_schema=dict(listed.input_schema),
                     function=_caller(link, listed.name, record.name, record.id),
@@ -576,7 +578,9 @@ class ConnectionHub:
         return found
 
     def saved(self) -> list[ConnectionRecord]:
-        return sorted((live.record for live in self._live.values()), key=lambda r: r.created)
+        return sorted(
+            (live.record for live in self._live.values()), key=lambda r: (r.created, r.id)
+        )
 
     def live_record(self, connection_id: str) -> ConnectionRecord | None:
         live = self._live.get(connection_id)
@@ -782,16 +786,18 @@ class ConnectionHub:
         when it waits on a sign-in: then `signer` may sign in)."""
         record = await self.record_of(connection_id)
         live = self._live.get(record.id)
-        if live is None or live.link is None or live.link.needs_sign_in:
+        link = live.link if live is not None else None
+        if link is None or link.needs_sign_in or link.sign_in is not None:
             async with self._lock:
                 live = await self._restart(await self.repo.get(record.id) or record, signer)
         else:
+            assert live is not None
             try:
-                tools = await live.link.refresh()
+                tools = await link.refresh()
             except McpCallFailed as exc:
                 await self._set_status(live, "error", str(exc))
             else:
-                await self._listed(live, tools, live.link.instructions)
+                await self._listed(live, tools, link.instructions)
         await self.activity.add(
             actor=principal.user_id,
             action="connection.refreshed",

@@ -39,8 +39,8 @@ from ..connections.mcp_client import (
     release_parked,
 )
 from .gate import Answer, Gate, GateRequired, register_gate, uncertain_result
-from .messages import ToolCall
-from .tools import ToolError
+from .messages import FilePart, ToolCall
+from .tools import ToolError, ToolOutput
 
 if TYPE_CHECKING:
     from .steps import StepRunner, TurnRun
@@ -101,6 +101,12 @@ async def call_mcp_tool(
         )
     if outcome.is_error:
         raise ToolError(outcome.error_text)
+    if outcome.files:
+        # The result's images: shown to the model with it, never stored.
+        parts = tuple(
+            FilePart(filename=f.filename, mime_type=f.mime_type, data=f.data) for f in outcome.files
+        )
+        return ToolOutput(content=outcome.content, parts=parts)
     return outcome.content
 
 

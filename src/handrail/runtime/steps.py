@@ -32,13 +32,13 @@ from .approvals import edit_note
 from .events import error_event, text_event, tool_call_event, tool_result_event
 from .gate import Answer, GateRequired, execution_denied, gate_for, uncertain_result
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
-from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from .messages import AssistantMessage, FilePart, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
 from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_events
 from .page_tools import PageTools
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
-from .tools import CALLING_USER, Tool, ToolError, ToolSet, invalid_arguments_text
+from .tools import CALLING_USER, Tool, ToolError, ToolOutput, ToolSet, invalid_arguments_text
 from .turn import Principal, Turn
 
 log = logging.getLogger("handrail.runtime")
@@ -388,14 +388,22 @@ class StepRunner:
     ) -> None:
         """Give the model a call's result, store it, and stream it. `executed_args` are the
         arguments it ran with when the person edited the model's (kept in the result row
-        beside the model's own, which stay in the call row)."""
+        beside the model's own, which stay in the call row); a `ToolOutput`'s files go to the
+        model only."""
+        parts: tuple[FilePart, ...] = ()
+        if isinstance(content, ToolOutput):
+            content, parts = content.content, content.parts
         row = result_row(call.id, call.name, content, is_error=is_error)
         if executed_args is not None:
             row["executedArgs"] = dict(executed_args)
         run.rows.append(row)
         run.messages.append(
             ToolResultMessage(
-                tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=content,
+                is_error=is_error,
+                parts=parts,
             )
         )
         run.output = True

@@ -25,6 +25,7 @@ from .._util import storable, storable_text
 from ..errors import ConfigError, HandrailError
 from ..policy import SafetyClass, ToolHints, classify
 from ..policy.rules import GateRules, rules_problems
+from .messages import FilePart
 from .tool_arguments import check_arguments
 from .tool_schemas import (
     Convert,
@@ -49,6 +50,7 @@ __all__ = [
     "ToolError",
     "ToolFunction",
     "ToolOptions",
+    "ToolOutput",
     "ToolSet",
     "ToolSignal",
     "as_tool",
@@ -117,6 +119,16 @@ def _noted_text(text: str) -> str:
 
 class ToolSignal(HandrailError):
     """A control-flow signal raised by tool code on purpose, apart from misuse errors."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolOutput:
+    """What a tool returns when its result comes with files for the model to see (an MCP
+    server's images): `content` is stored and streamed as any result; `parts` are shown to the
+    model with it on that turn only, and never stored."""
+
+    content: Any
+    parts: tuple[FilePart, ...] = ()
 
 
 class ToolError(ToolSignal):
@@ -346,6 +358,8 @@ class Tool:
             if replaced:
                 exc.args = (_noted_text(message),)
             raise
+        if isinstance(result, ToolOutput):
+            return ToolOutput(content=storable_result(to_json(result.content)), parts=result.parts)
         if self.is_skill and not isinstance(result, str):
             raise ConfigError(
                 f"skill {self.name!r} returned {type(result).__name__}; a skill returns its "

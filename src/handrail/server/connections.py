@@ -22,6 +22,7 @@ value. Launch details (command, environment, URL, headers) and the server's own
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 from collections.abc import Mapping
 from typing import Annotated, Any, Final
@@ -37,6 +38,7 @@ from ..runtime.connected import ConnectionHub, ConnectionTool, Signer
 from ..runtime.tools import ToolSet
 from ..runtime.turn import Principal
 from ..store.connections import ActivityRecord, ConnectionRecord
+from ..store.paging import Page, Position
 from .auth import Caller
 from .bodies import NO_BODY, read_json, runtime_of
 from .body_check import BodyCheck
@@ -63,6 +65,9 @@ ConnectionId = Annotated[
 ]
 TIMEOUT_MAX: Final = 600
 ACTIVITY_LIST: Final = "activity"
+CONNECTIONS_LIST: Final = "connections"
+#: Where the configuration's connections sort in the list: after every saved one.
+CONFIGURED_AT: Final = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 
 
 class AdminRequired(Forbidden):
@@ -326,6 +331,7 @@ def tools_json(record: ConnectionRecord | None, tool_set: ToolSet | None) -> lis
         out.append(
             {
                 "name": name,
+                "title": tool.title,
                 "modelName": tool.name,
                 "description": tool.description,
                 "annotations": hints.to_annotations(),
@@ -345,6 +351,7 @@ def tools_json(record: ConnectionRecord | None, tool_set: ToolSet | None) -> lis
             out.append(
                 {
                     "name": server_name,
+                    "title": data.get("title"),
                     "modelName": None,
                     "description": data.get("description") or "",
                     "annotations": hints.to_annotations(),
@@ -377,16 +384,41 @@ async def list_catalog(request: Request, principal: Caller) -> JSONResponse:
     return ok(request, [definition.to_json() for definition in hub.catalog])
 
 
-async def list_connections(request: Request, principal: Caller) -> JSONResponse:
+async def list_connections(
+    request: Request, principal: Caller, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None
+) -> Response:
+    """A page of the saved connections the caller may read, oldest first; the last page ends
+    with the configuration file's."""
     hub = hub_of(request)
     agents = sorted(runtime_of(request).agents)
-    data = [
-        connection_json(hub, record, admin=principal.is_admin, viewer=principal.user_id)
+    after = decode_cursor(cursor, CONNECTIONS_LIST, principal.user_id)
+    # Each item with its place in the list: a saved one by (created, id), then the
+    # configuration's in their order (after every saved one).
+    items: list[tuple[Position, Any]] = [
+        (Position(at=record.created, id=record.id), record)
         for record in hub.visible_to(principal, agents)
     ]
-    for connection_id, (tool_set, used_by) in hub.config_connections().items():
-        data.append(config_connection_json(connection_id, tool_set, used_by))
-    return ok(request, data)
+    for index, entry in enumerate(hub.config_connections().items()):
+        items.append((Position(at=CONFIGURED_AT, id=f"{index:024x}"), entry))
+    if after is not None:
+        items = [item for item in items if (item[0].at, item[0].id) > (after.at, after.id)]
+    following = items[limit - 1][0] if len(items) > limit else None
+
+    def shown(item: tuple[Position, Any]) -> dict[str, Any]:
+        value = item[1]
+        if isinstance(value, ConnectionRecord):
+            return connection_json(hub, value, admin=principal.is_admin, viewer=principal.user_id)
+        connection_id, (tool_set, used_by) = value
+        return config_connection_json(connection_id, tool_set, used_by)
+
+    return await paged_response(
+        request,
+        Page(items=items[:limit], next=following),
+        shown,
+        list_name=CONNECTIONS_LIST,
+        user_id=principal.user_id,
+        limit=limit,
+    )
 
 
 async def create_connection(request: Request, principal: Caller) -> JSONResponse:
@@ -611,6 +643,11 @@ TOOL_SCHEMA: Final[JsonSchema] = {
     "type": "object",
     "properties": {
         "name": {"type": "string", "description": "The server's name of the tool."},
+        "title": {
+            "oneOf": [{"type": "string"}, {"type": "null"}],
+            "description": "Its name in the person's words (the server's title of the tool), "
+            "used by the asks about it.",
+        },
         "modelName": {
             "oneOf": [{"type": "string"}, {"type": "null"}],
             "description": "The name the model calls (null: not offered, see the status).",
@@ -655,6 +692,7 @@ ACTIVITY_SCHEMA: Final[JsonSchema] = {
     "required": ["id", "actor", "action", "subject", "changes", "created"],
 }
 
+_NO_SIGN_IN: Final = "The state names no sign-in under way (wrong, used or expired)."
 _NOTES: Final = {
     403: "Only an admin may do this (or read this connection).",
     404: "No connection has that id.",
@@ -692,8 +730,9 @@ def add_connection_routes(router: APIRouter, prefix: str) -> None:
         list_connections,
         "GET",
         "listConnections",
-        "The connections the caller may read: saved ones, then the configuration's",
-        responses={**json_ok(array, "The connections."), **problems()},
+        "The connections the caller may read: saved ones (oldest first, a page at a time), "
+        "then the configuration's",
+        responses={**paged_ok(array, "A page of the connections."), **problems(400)},
     )
     route(
         "/connections",
@@ -793,9 +832,11 @@ def add_connection_routes(router: APIRouter, prefix: str) -> None:
                 },
                 "How the sign-in went (an HTML page for a browser).",
             ),
-            **problems(
-                400, notes={400: "The state names no sign-in under way (wrong, used or expired)."}
-            ),
+            **{
+                status: entry
+                for status, entry in problems(400, notes={400: _NO_SIGN_IN}).items()
+                if status != 401  # it takes no token
+            },
         },
         openapi_extra={"security": []},
     )

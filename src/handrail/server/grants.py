@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, cast
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from .._util import iso
 from ..errors import BadRequest
@@ -40,6 +40,7 @@ from ..store.records import PermissionRecord
 from .auth import Caller
 from .bodies import NO_BODY, read_json, runtime_of, store_of
 from .openapi import JsonSchema, body, json_ok, problems
+from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
 from .problems import not_found, ok
 
 __all__ = ["add_grant_routes", "connection_catalog", "permission_catalog"]
@@ -59,6 +60,8 @@ GRANT_NOT_FOUND: Final = "Grant not found"
 CONNECTION_NOT_FOUND: Final = "Connection not found"
 PERMISSION_NOT_FOUND: Final = "Permission level not found"
 UNKNOWN_LEVEL: Final = "Unknown permission level"
+#: The name of the grants list in its cursors.
+GRANTS_LIST: Final = "grants"
 
 
 # --- the connections of the configured agents ---------------------------------------------------
@@ -198,9 +201,19 @@ async def _level_body(request: Request) -> PermissionLevel:
 # --- routes ---------------------------------------------------------------------------------
 
 
-async def list_grants(request: Request, principal: Caller) -> JSONResponse:
-    grants = await store_of(request).grants.list(principal.user_id)
-    return ok(request, [grant.to_json() for grant in grants])
+async def list_grants(
+    request: Request, principal: Caller, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None
+) -> Response:
+    after = decode_cursor(cursor, GRANTS_LIST, principal.user_id)
+    page = await store_of(request).grants.list_page(principal.user_id, limit=limit, after=after)
+    return await paged_response(
+        request,
+        page,
+        lambda grant: grant.to_json(),
+        list_name=GRANTS_LIST,
+        user_id=principal.user_id,
+        limit=limit,
+    )
 
 
 async def delete_grant(request: Request, principal: Caller, grant_id: GrantId) -> JSONResponse:
@@ -358,10 +371,10 @@ def add_grant_routes(router: APIRouter, prefix: str) -> None:
         name="listGrants",
         operation_id="listGrants",
         tags=["policy"],
-        summary="The caller's grants, newest first",
+        summary="The caller's grants, newest first, a page at a time",
         responses={
-            **json_ok({"type": "array", "items": GRANT_SCHEMA}, "The grants."),
-            **problems(),
+            **paged_ok({"type": "array", "items": GRANT_SCHEMA}, "A page of the grants."),
+            **problems(400),
         },
     )
     router.add_api_route(

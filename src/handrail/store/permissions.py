@@ -20,6 +20,7 @@ from sqlalchemy.sql.dml import Insert
 from handrail._util import new_id, utc_now
 from handrail.errors import Conflict
 from handrail.store.db import Backend, Database, all_rows, first_row, row_count
+from handrail.store.paging import Page, Position, checked_limit
 from handrail.store.records import (
     PERMISSION_LEVELS,
     STORED_GRANT_SCOPES,
@@ -176,6 +177,28 @@ class GrantRepo:
         """The user's grants, newest first."""
         query = select(grants).where(G.user_id == user_id).order_by(G.created.desc(), G.id.desc())
         return [_grant(row._mapping) for row in await self._db.read(all_rows, query)]
+
+    async def list_page(
+        self, user_id: str, *, limit: int, after: Position | None = None
+    ) -> Page[Grant]:
+        """One page of the user's grants, newest first, after `after`."""
+        checked_limit(limit)
+        query = (
+            select(grants)
+            .where(G.user_id == user_id)
+            .order_by(G.created.desc(), G.id.desc())
+            .limit(limit + 1)
+        )
+        if after is not None:
+            query = query.where(
+                or_(G.created < after.at, and_(G.created == after.at, G.id < after.id))
+            )
+        items = [_grant(row._mapping) for row in await self._db.read(all_rows, query)]
+        following: Position | None = None
+        if len(items) > limit:
+            del items[limit:]
+            following = Position(at=items[-1].created, id=items[-1].id)
+        return Page(items=items, next=following)
 
     async def get(self, grant_id: str) -> Grant | None:
         row = await self._db.read(first_row, select(grants).where(G.id == grant_id))

@@ -3,7 +3,7 @@
 // fields, secrets as password inputs), refresh, trust, per-tool overrides and remove. Everyone
 // else sees the connections they can use and their own permission level.
 
-import { ApiError, api, get } from "./api.js";
+import { ApiError, api, get, getPage } from "./api.js";
 import { ago, h, replace, uid } from "./dom.js";
 
 const CLASSES = ["read-only", "mutating", "consequential"];
@@ -140,7 +140,7 @@ export function connectionsPage(main, ctx) {
 
   async function load() {
     try {
-      const [connections, permissions] = await Promise.all([get("/connections"), get("/permissions")]);
+      const [connections, permissions] = await Promise.all([everyConnection(), get("/permissions")]);
       const tools = await Promise.all(connections.map((c) => get(`/connections/${encodeURIComponent(c.id)}/tools`).catch(() => [])));
       if (!alive) return;
       const levels = new Map((permissions.saved || []).map((s) => [s.connectionId, s.level]));
@@ -270,6 +270,18 @@ export function connectionsPage(main, ctx) {
     alive = false;
     clearTimeout(waiting);
   };
+}
+
+/** Every page of GET /connections (it is paged: follow its Link header). */
+async function everyConnection() {
+  let connections = [];
+  let next = "/connections?limit=200";
+  for (let pages = 0; next && pages < 50; pages++) {
+    const page = await getPage(next);
+    connections = connections.concat(page.items);
+    next = page.next;
+  }
+  return connections;
 }
 
 function unavailable(error) {

@@ -1,7 +1,7 @@
 // Grants and permission levels: the standing yeses the user gave one tool (revoke each), and
 // the level saved per connection (forget it, so its next use asks again).
 
-import { ApiError, api, get } from "./api.js";
+import { ApiError, api, get, getPage } from "./api.js";
 import { ago, h, replace } from "./dom.js";
 
 const SCOPES = { conversation: "This conversation", always: "Always" };
@@ -34,7 +34,14 @@ export function grantsPage(main, ctx) {
 
   async function loadGrants() {
     try {
-      const grants = await get("/grants");
+      // Every page of the list (GET /grants is paged: follow its Link header).
+      let grants = [];
+      let next = "/grants?limit=200";
+      for (let pages = 0; next && pages < 50; pages++) {
+        const page = await getPage(next);
+        grants = grants.concat(page.items);
+        next = page.next;
+      }
       if (!alive) return;
       if (!grants.length) {
         replace(grantsBox, h("p", {}, "You have not given any tool a standing yes. Approvals with “This conversation” or “Always for this tool” appear here."));
