@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event as sa_event
 
 from handrail.asks import PendingAsk
 from handrail.store import Store, UserEvent
@@ -136,6 +137,36 @@ async def test_postgresql_carries_events_between_two_stores(
             replayed = await again.get(timeout=1)
             assert replayed is not None
             assert replayed.data == {"title": "next"}
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_postgresql_sends_events_published_together_in_one_statement(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    statements: list[str] = []
+
+    @sa_event.listens_for(one.db.engine.sync_engine, "before_cursor_execute")  # type: ignore[union-attr]
+    def seen(*args: object) -> None:
+        if "pg_notify" in str(args[2]):
+            statements.append(str(args[2]))
+
+    try:
+        await two.events.start()
+        async with two.events.subscribe("alice") as heard, one.events.subscribe("alice") as own:
+            sent = [_event("alice", n=i, title="é" * (30_000 if i == 7 else 5)) for i in range(30)]
+            await asyncio.gather(*(one.events.publish(e) for e in sent))
+            mine = [await own.get(timeout=1) for _ in sent]
+            got = [await heard.get(timeout=5) for _ in sent]
+            # Every event, the long one too, in the order they were published.
+            assert got == mine
+            assert sorted(e.data["n"] for e in got if e) == list(range(30))
+            assert await heard.get(timeout=0.3) is None
+        assert 1 <= len(statements) <= 2
     finally:
         await one.close()
         await two.close()

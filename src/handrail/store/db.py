@@ -92,6 +92,10 @@ BUSY_TIMEOUT_S: Final = 30
 #: lets readers go on beside the one writer.
 SQLITE_THREADS: Final = 4
 
+#: PostgreSQL connections a process keeps open, and how many more it may open for a burst.
+PG_POOL_SIZE: Final = 20
+PG_POOL_OVERFLOW: Final = 20
+
 #: At most this many write transactions share one SQLite commit.
 GROUP_COMMIT_MAX: Final = 64
 
@@ -410,12 +414,25 @@ class Database:
                 self._writer = _Writer("handrail-sqlite-writer", self._write_group)
         else:
             self.engine = create_async_engine(
-                self.url, echo=echo, hide_parameters=True, logging_name=LOGGING_NAME
+                self.url,
+                echo=echo,
+                hide_parameters=True,
+                logging_name=LOGGING_NAME,
+                # Connections are kept for the concurrent transactions a busy process runs:
+                # opening one (a new server process and asyncpg's type queries) costs far
+                # more than a transaction, so the pool must not open and close them by turns.
+                pool_size=PG_POOL_SIZE,
+                max_overflow=PG_POOL_OVERFLOW,
             )
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
             if self.backend == "postgresql"
             else self.engine
+        )
+        self._autocommit = (
+            self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            if self.backend == "postgresql"
+            else None
         )
 
     def _sqlite_engine(self, echo: bool) -> Engine:
@@ -564,6 +581,20 @@ class Database:
         rolled back if it raises. On SQLite it holds the database's write lock from its first
         statement."""
         return await self._run(self.engine, True, _bound(work, kwargs), args)
+
+    async def autocommit(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``work(connection, *args)`` with each statement committed on its own, without a
+        transaction around them (on PostgreSQL one round trip a statement, not three); on
+        SQLite a write transaction."""
+        if not isinstance(self._autocommit, AsyncEngine):
+            return await self.write(work, *args, **kwargs)
+        bound = _bound(work, kwargs)
+        try:
+            async with self._autocommit.connect() as connection:
+                return await connection.run_sync(bound, *args)
+        except Exception as exc:
+            without_values(exc)
+            raise
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision. A no-op when it is there already."""

@@ -40,8 +40,9 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   database; an event only tells people to look. It delivers to this process's subscribers at
   once and, on PostgreSQL, to every other process through ``NOTIFY`` on the channel
   `CHANNEL` (payloads above PostgreSQL's 8000 byte limit go in several notifications of one
-  transaction, which PostgreSQL delivers together and in order). On SQLite, events stay in the
-  one process.
+  statement, which PostgreSQL delivers together and in order). The events published while
+  the last ones were on their way go together in one statement (one round trip, no
+  transaction around it). On SQLite, events stay in the one process.
 - `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
   webhooks and mail). With `last_event_id` it first replays what came after that id, from the
   last `REPLAY_WINDOW` events this process saw; an id no longer there gives one ``reload``
@@ -112,6 +113,8 @@ QUEUE_SIZE: Final = 500
 #: Characters per notification: at most 4 UTF-8 bytes each, under PostgreSQL's 8000 bytes.
 _CHUNK_CHARS: Final = 1800
 #: Messages in several notifications that may be half received at once.
+#: At most this many events go in one statement.
+_SEND_MAX: Final = 100
 _PARTS_KEPT: Final = 64
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
 
@@ -283,6 +286,8 @@ class EventBus:
         self._listening = asyncio.Event() if self._remote else None
         self._parts: collections.OrderedDict[str, list[str | None]] = collections.OrderedDict()
         self._closed = False
+        self._outgoing: list[tuple[list[str], asyncio.Future[None]]] = []
+        self._sender: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------------ publishing
 
@@ -298,9 +303,37 @@ class EventBus:
             {"o": self.origin, "e": event.to_json()}, ensure_ascii=False, separators=(",", ":")
         )
         try:
-            await self._db.write(_notify, _payloads(event.id, message))
+            await self._send(_payloads(event.id, message))
         except Exception:
             log.exception("could not send the %s event %s to other processes", event.kind, event.id)
+
+    async def _send(self, payloads: list[str]) -> None:
+        """Send `payloads` with the others published meanwhile: one statement (one round trip,
+        no transaction around it) carries every notification queued while the last one was
+        on its way, in the order they were published, all or none."""
+        sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._outgoing.append((payloads, sent))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send_queued(), name="handrail-events-send")
+        await sent
+
+    async def _send_queued(self) -> None:
+        assert self._db is not None
+        while self._outgoing:
+            batch = self._outgoing[:_SEND_MAX]
+            del self._outgoing[:_SEND_MAX]
+            error: BaseException | None = None
+            try:
+                await self._db.autocommit(_notify, [p for payloads, _ in batch for p in payloads])
+            except Exception as exc:
+                error = exc
+            for _, sent in batch:
+                if sent.done():  # its publisher was cancelled
+                    continue
+                if error is None:
+                    sent.set_result(None)
+                else:
+                    sent.set_exception(error)
 
     def _deliver(self, event: UserEvent) -> None:
         self._recent.append(event)
@@ -364,6 +397,10 @@ class EventBus:
     async def close(self) -> None:
         """Stop listening; open subscriptions hear nothing more."""
         self._closed = True
+        sender = self._sender
+        if sender is not None:  # what was published goes out first
+            with contextlib.suppress(Exception):
+                await sender
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.cancel()
@@ -455,8 +492,9 @@ def _payloads(key: str, message: str) -> list[str]:
     return [f"c|{key}|{i}|{len(chunks)}|{chunk}" for i, chunk in enumerate(chunks)]
 
 
+#: Every notification of a batch, in order, in one statement.
+_NOTIFY = text("SELECT pg_notify(:channel, p) FROM unnest(CAST(:payloads AS text[])) AS p")
+
+
 def _notify(connection: Connection, payloads: list[str]) -> None:
-    for payload in payloads:
-        connection.execute(
-            text("SELECT pg_notify(:channel, :payload)"), {"channel": CHANNEL, "payload": payload}
-        )
+    connection.execute(_NOTIFY, {"channel": CHANNEL, "payloads": payloads})
