@@ -128,12 +128,86 @@ HOST_PAGE = """<!doctype html>
 """
 
 
+#: A page whose browser has its own WebMCP (a stand-in defined before the polyfill loads), and
+#: one without, which uses provideContext and unregisterTool.
+NATIVE_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Native WebMCP</title>
+  <script>
+    window.nativeCalls = [];
+    const own = {{
+      registerTool(tool) {{ nativeCalls.push("register " + tool.name); }},
+      unregisterTool(name) {{ nativeCalls.push("unregister " + name); }},
+      provideContext(context) {{ nativeCalls.push("provide " + context.tools.length); }},
+    }};
+    Object.defineProperty(navigator, "modelContext", {{ value: own, configurable: true }});
+  </script>
+  <script src="{server}/static/webmcp.js"></script>
+</head>
+<body>
+  <script>
+    navigator.modelContext.registerTool({{
+      name: "one", description: "One.", execute: async () => ({{ content: [] }})
+    }});
+    navigator.modelContext.provideContext({{ tools: [
+      {{ name: "two", description: "Two.", annotations: {{ readOnlyHint: true }},
+         execute: async () => ({{ content: [] }}) }},
+      {{ name: "three", description: "Three.", execute: async () => ({{ content: [] }}) }}
+    ] }});
+    navigator.modelContext.unregisterTool("three");
+  </script>
+</body>
+</html>
+"""
+POLYFILLED_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Polyfilled WebMCP</title>
+  <script src="{server}/static/webmcp.js"></script>
+</head>
+<body>
+  <script>
+    const registry = document.modelContext;
+    window.same = registry === navigator.modelContext;
+    const handle = registry.registerTool({{
+      name: "a", description: "A.", execute: async () => ({{ content: [] }})
+    }});
+    try {{
+      registry.registerTool({{ name: "a", description: "Again.", execute: async () => 1 }});
+    }} catch (error) {{ window.duplicate = error.name; }}
+    try {{
+      registry.registerTool({{ name: "b" }});
+    }} catch (error) {{ window.noExecute = error.name; }}
+    registry.provideContext({{ tools: [
+      {{ name: "b", description: "B.", inputSchema: {{ type: "object", properties: {{}} }},
+         execute: async () => ({{ content: [] }}) }},
+      {{ name: "c", description: "C.", execute: async () => ({{ content: [] }}) }}
+    ] }});
+    registry.unregisterTool("c");
+    window.changes = 0;
+    handrailWebMCP.onChange(() => {{ window.changes += 1; }});
+    registry.registerTool({{
+      name: "d", description: "D.", execute: async () => ({{ content: [] }})
+    }}).unregister();
+  </script>
+</body>
+</html>
+"""
+
+
 @pytest.fixture(scope="module")
 def hosts(
     tmp_path_factory: pytest.TempPathFactory, server: DemoServer, host_ports: tuple[int, int]
 ) -> Iterator[tuple[HostPages, HostPages]]:
     folder = tmp_path_factory.mktemp("host")
     (folder / "host.html").write_text(HOST_PAGE.format(server=server.url), encoding="utf-8")
+    (folder / "native.html").write_text(NATIVE_PAGE.format(server=server.url), encoding="utf-8")
+    (folder / "polyfilled.html").write_text(
+        POLYFILLED_PAGE.format(server=server.url), encoding="utf-8"
+    )
     allowed = _serve(folder, host_ports[0])
     refused = _serve(folder, host_ports[1])
     yield HostPages(next(allowed), folder), HostPages(next(refused), folder)
@@ -361,6 +435,16 @@ def test_a_page_reloaded_mid_call_runs_it_once(
     expect(page.locator("#runs")).to_have_text("2")  # the reopened page ran it, once
     card = tab.card("page-tool")
     expect(card).to_contain_text("Running slow_count on this page")
+    # The web UI cannot run it: it says which page it waits for.
+    with server.api("bob") as api:
+        waiting_id = api.get("/histories").json()["data"][0]["id"]
+    other = page.context.new_page()
+    other.goto(f"{server.url}/c/{waiting_id}")
+    other.get_by_role("button", name="Sign in as bob").click()
+    waiting = other.locator('article.card[data-origin="page-tool"]').last
+    expect(waiting).to_contain_text(f"Waiting for the page at {allowed.url} to run slow_count.")
+    expect(waiting.get_by_role("button", name="Cancel the call")).to_be_visible()
+    other.close()
     page.evaluate("window.release()")
     expect(tab.reply()).to_contain_text("mid ran 2")
     page.wait_for_timeout(300)
@@ -403,3 +487,34 @@ def test_an_origin_not_on_the_list_is_refused(
 
 def _bearer(user: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[user]}"}
+
+
+def test_the_polyfill_installs_webmcp_or_reads_the_native_one(
+    tab: Tab, hosts: tuple[HostPages, HostPages]
+) -> None:
+    allowed, _refused = hosts
+    page = tab.page
+    page.goto(f"{allowed.url}/polyfilled.html")
+    assert page.evaluate("window.same") is True
+    assert page.evaluate("window.duplicate") == "InvalidStateError"
+    assert page.evaluate("window.noExecute") == "TypeError"
+    # provideContext replaced the whole set; unregisterTool and unregister() removed one each.
+    assert page.evaluate("handrailWebMCP.list()") == [
+        {"name": "b", "description": "B.", "inputSchema": {"type": "object", "properties": {}}}
+    ]
+    assert page.evaluate("window.changes") == 2
+    assert page.evaluate("handrailWebMCP.native") is False
+
+    page.goto(f"{allowed.url}/native.html")
+    assert page.evaluate("handrailWebMCP.native") is True
+    # Every call still reached the browser's own; the polyfill read what the page registered.
+    assert page.evaluate("window.nativeCalls") == [
+        "register one",
+        "provide 2",
+        "unregister three",
+    ]
+    assert page.evaluate("handrailWebMCP.list()") == [
+        {"name": "two", "description": "Two.", "annotations": {"readOnlyHint": True}}
+    ]
+    assert page.evaluate("document.modelContext === navigator.modelContext") is True
+    assert not tab.errors, tab.errors

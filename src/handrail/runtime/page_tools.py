@@ -70,7 +70,9 @@ DEFAULT_PAGE_TOOL_TIMEOUT: Final = 120.0
 PAGE_TOOLS_MAX: Final = 64
 #: The cancel reason of a call no page answered in time.
 PAGE_ABSENT_REASON: Final = "expired"
-_ORIGIN: Final = re.compile(r"^(https?)://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$")
+_ORIGIN: Final = re.compile(
+    r"^(https?)://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$", re.IGNORECASE
+)
 _TOOL_KEYS: Final = ("name", "description", "inputSchema", "annotations")
 _RESULT_KEYS: Final = ("content", "isError", "structuredContent")
 

@@ -135,6 +135,13 @@ class HandrailChat extends HTMLElement {
       h("div", { class: "hc-root" }, main),
     );
     onUnauthorized((error) => this.fail(main, `Signing in to handrail failed: ${error.message}`));
+    // The web UI's own links (the Grants page, a conversation) open on the handrail server.
+    this.root.addEventListener("click", (event) => {
+      const link = event.target.closest && event.target.closest("a[data-link]");
+      if (!link) return;
+      event.preventDefault();
+      window.open(new URL(link.getAttribute("href"), this.server + "/").href, "_blank", "noopener");
+    });
     let info;
     try {
       info = await get("/info");
