@@ -13,8 +13,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from handrail.demo.booking_api import booking_action_set, create_booking_app, serve_booking_api
 from handrail.errors import AlreadyApproved, InvalidAnswer, NotApprover, NotOwner, NotPending
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
@@ -357,3 +359,78 @@ async def test_the_audit_log_is_paged_and_seen_by_owner_and_answerers(store: Sto
         assert tool.items == []
     finally:
         await notes.close()
+
+
+# --- an edited confirmation is prepared again ----------------------------------------------
+
+
+async def test_an_edited_confirmation_is_prepared_again_and_sent_once(store: Store) -> None:
+    async with serve_booking_api(create_booking_app()) as base_url:
+        agent = Agent("concierge", action_sets=[booking_action_set(base_url)])
+        runtime = Runtime(store=store, agents=agent, model=ScriptedModel())
+        await store.permissions.set("alice", "booking", "non-consequential")
+        http = httpx.AsyncClient(base_url=base_url)
+
+        async def posts() -> list[dict[str, Any]]:
+            stats = (await http.get("/stats")).json()["requests"]
+            return [r for r in stats if r["method"] == "POST" and r["path"] == "/bookings"]
+
+        async def run(turn: Any) -> list[dict[str, Any]]:
+            return [e async for e in turn.stream()]
+
+        try:
+            args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
+            first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
+            history_id = first.history_id
+            old = ask_of(await run(first))
+            assert old["origin"] == "confirmation"
+            edited = {**args, "notes": "Two high chairs"}
+            edit = {"action": "accept", "content": {"confirmed": True, "arguments": edited}}
+            events = await run(
+                await runtime.start_answer(
+                    ALICE, history_id, {"toolCallId": old["toolCallId"], **edit}
+                )
+            )
+            # Nothing edited is sent unseen: a new prepared request, preview and id.
+            assert await posts() == []
+            new = ask_of(events)
+            assert new["origin"] == "confirmation"
+            assert new["toolCallId"] != old["toolCallId"]
+            assert new["preview"]["notes"] == "Two high chairs"
+            stale = await store.confirmations.get(old["toolCallId"].removeprefix("confirmation_"))
+            assert stale is not None
+            assert stale.state != "pending"
+            with pytest.raises(NotPending):
+                await runtime.start_answer(
+                    ALICE, history_id, {"toolCallId": old["toolCallId"], **APPROVE}
+                )
+            events = await run(
+                await runtime.start_answer(
+                    ALICE, history_id, {"toolCallId": new["toolCallId"], **APPROVE}
+                )
+            )
+            sent = await posts()
+            assert len(sent) == 1
+            result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+            assert result["editedByUser"] is True
+            assert result["changes"] == {"notes": {"from": "Window seat", "to": "Two high chairs"}}
+            assert result["result"]["status"] == "completed"
+            assert result["result"]["data"]["notes"] == "Two high chairs"
+            actions = [r.action for r in await store.audit.for_history(history_id)]
+            assert actions == [
+                "gate.asked",
+                "gate.approved",
+                "gate.outcome",
+                "gate.asked",
+                "gate.approved",
+                "gate.outcome",
+            ]
+            outcomes = [
+                r.changes["status"]
+                for r in await store.audit.for_history(history_id)
+                if r.action == "gate.outcome"
+            ]
+            assert outcomes == ["waiting", "succeeded"]
+        finally:
+            await runtime.aclose()
+            await http.aclose()

@@ -5,6 +5,7 @@ in it (only digests) — on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -15,7 +16,10 @@ import pytest
 from gates_helpers import NotesApp, call, notes_api, set_level
 from server_helpers import Api
 
+from handrail.runtime.tools import ToolSet
+
 CANARY = "sk-CANARY-7f3e91"
+APPROVE = {"action": "accept", "content": {"confirmed": True}}
 
 
 @pytest.fixture
@@ -78,3 +82,121 @@ async def test_the_approver_inbox_is_empty_for_a_call_without_approvers(api: Api
     inbox = await api.get("/approvals", user="bob")
     assert inbox.status_code == 200
     assert inbox.json()["data"] == []
+
+
+@pytest.fixture
+def vault_notes() -> NotesApp:
+    """The notes app plus a vault whose wipe needs bob and an admin, and whose export needs an
+    admin alone."""
+    app = NotesApp()
+    vault = ToolSet("local:vault", "Vault")
+
+    @vault.tool(
+        title="Wipe the vault",
+        consequential=True,
+        open_world=False,
+        approvers=["bob", "admins"],
+        quorum=2,
+    )
+    def wipe_vault(reason: str) -> str:
+        """Wipe every secret in the vault."""
+        app.ran.append("wipe_vault")
+        return "Wiped."
+
+    @vault.tool(consequential=True, open_world=False, approvers=["admins"])
+    def export_vault() -> str:
+        """Export the vault."""
+        app.ran.append("export_vault")
+        return "Exported."
+
+    app.agent.add_tool_set(vault)
+    return app
+
+
+@pytest.fixture
+async def vault_api(database_url: str, tmp_path: Path, vault_notes: NotesApp) -> AsyncIterator[Api]:
+    async with notes_api(database_url, tmp_path, vault_notes) as opened:
+        yield opened
+
+
+async def test_a_quorum_over_http(vault_api: Api, vault_notes: NotesApp) -> None:
+    api = vault_api
+    await set_level(api, "non-consequential", "local:vault")
+    stream = await api.say(call("wipe_vault", {"reason": "Rotate everything"}))
+    ask = stream.ask
+    assert ask["approvers"] == ["bob", "admins"]
+    assert ask["quorum"] == 2
+    history_id = stream.history_id
+    # The owner is no approver: approving is refused; the ask stays pending.
+    mine = await api.answer(history_id, ask["toolCallId"], APPROVE)
+    assert mine.status == 403
+    assert mine.problem["title"] == "Not an approver of this call"
+    # Each approver's inbox holds it, with the call and no more of the conversation.
+    for user in ("bob", "root"):
+        inbox = (await api.get("/approvals", user=user)).json()["data"]
+        assert [i["historyId"] for i in inbox] == [history_id]
+        assert inbox[0]["arguments"] == {"reason": "Rotate everything"}
+        assert inbox[0]["ownerId"] == "alice"
+        assert "responseMessages" not in json.dumps(inbox)
+    assert (await api.get("/approvals")).json()["data"] == []
+    # An approver may not read the conversation itself.
+    assert (await api.get(f"/histories/{history_id}", user="bob")).status_code in (403, 404)
+    first = await api.post(
+        f"/approvals/{history_id}", {"toolCallId": ask["toolCallId"], **APPROVE}, user="bob"
+    )
+    assert first.status_code == 200, first.text
+    assert first.json()["data"]["status"] == "waiting"
+    assert [a["userId"] for a in first.json()["data"]["approvedBy"]] == ["bob"]
+    again = await api.post(
+        f"/approvals/{history_id}", {"toolCallId": ask["toolCallId"], **APPROVE}, user="bob"
+    )
+    assert again.status_code == 409
+    # The owner sees who approved so far.
+    view = await api.history(history_id)
+    assert [a["userId"] for a in view["pendingAsk"]["approvedBy"]] == ["bob"]
+    assert vault_notes.ran == []
+    last = await api.post(
+        f"/approvals/{history_id}", {"toolCallId": ask["toolCallId"], **APPROVE}, user="root"
+    )
+    assert last.status_code == 200, last.text
+    assert last.json()["data"]["status"] == "answered"
+    for _ in range(100):
+        if vault_notes.ran:
+            break
+        await asyncio.sleep(0.05)
+    assert vault_notes.ran == ["wipe_vault"]
+    audit = (await api.get("/audit")).json()["data"]
+    assert [(r["action"], r["actor"]) for r in reversed(audit)][:3] == [
+        ("gate.asked", "agent:notes"),
+        ("gate.approved", "bob"),
+        ("gate.approved", "root"),
+    ]
+    # Bob reads the gates he answered, not the rest of alice's log.
+    assert [r["action"] for r in (await api.get("/audit", user="bob")).json()["data"]] == [
+        "gate.approved"
+    ]
+
+
+async def test_a_third_user_is_refused(vault_api: Api, vault_notes: NotesApp) -> None:
+    api = vault_api
+    await set_level(api, "non-consequential", "local:vault")
+    stream = await api.say(call("export_vault"))
+    ask = stream.ask
+    assert ask["approvers"] == ["admins"]
+    refused = await api.post(
+        f"/approvals/{stream.history_id}", {"toolCallId": ask["toolCallId"], **APPROVE}, user="bob"
+    )
+    assert refused.status_code == 403
+    assert (await api.get("/approvals", user="bob")).json()["data"] == []
+    # A deny by the owner ends it; the admin then learns it is no longer pending.
+    denied = await api.answer(
+        stream.history_id, ask["toolCallId"], {"action": "cancel", "reason": "Not now"}
+    )
+    assert denied.status == 200
+    late = await api.post(
+        f"/approvals/{stream.history_id}",
+        {"toolCallId": ask["toolCallId"], **APPROVE},
+        user="root",
+    )
+    assert late.status_code == 409
+    assert vault_notes.ran == []
