@@ -57,6 +57,9 @@ PUBLIC_ROUTES: Final = frozenset(
     {*(f"GET {p}" for p in SHELL_PATHS), f"GET {STATIC_PREFIX}/{{path:path}}", "GET /openapi.json"}
 )
 
+#: Lists an admin reads whole (ids of everyone's things, never their text).
+ADMIN_LISTS: Final = frozenset({"GET /api/audit"})
+
 CANARY_TITLE: Final = "canary-title-4b1d"
 CANARY_PROMPT: Final = "canary-prompt-4b1d"
 CANARY_FILE: Final = "canary-file-4b1d.txt"
@@ -214,6 +217,7 @@ def _path_value(call: RouteCall, name: str, world: World) -> str:
         "permissions": world.connection_id,
         "connections": world.connection_id,
         "static": world.static_file,
+        "approvals": world.history_id,
     }
     resource = _resource(call.template)
     if resource not in values:
@@ -274,6 +278,9 @@ def _bodies(call: RouteCall, world: World) -> list[dict[str, Any]]:
             {"prompt": "taken over"},
         ],
     }
+    if call.key == "POST /api/approvals/{historyId}":
+        # An approver's answer: the owner may answer through it too.
+        return [{"json": answer}]
     if isinstance(schema, str):
         if schema not in named:
             raise AssertionError(f"{call.key}: the matrix has no body for {schema}; add one")
@@ -431,7 +438,13 @@ async def check_route(api: Api, call: RouteCall) -> Outcome:
                     outcome.problems.append(f"{what}: {response.status_code} {response.text[:200]}")
             elif response.status_code >= 300:
                 outcome.problems.append(f"{what}: {response.status_code} on their own list")
-            if not reads and (leaked := _leaks(response, world, url)):
+            # The audit log is an admin's to read whole: its records name alice's ids (never
+            # her canaries: it holds digests and names, not her text).
+            lists_all = user == "root" and call.key in ADMIN_LISTS
+            if lists_all:
+                if leaked := [c for c in CANARIES if c in response.text]:
+                    outcome.problems.append(f"{what} saw {leaked}")
+            elif not reads and (leaked := _leaks(response, world, url)):
                 outcome.problems.append(f"{what} saw {leaked}")
             if changed := _alices_rows(before, after, world):
                 outcome.problems.append(f"{what} changed alice's rows: {changed[:3]}")

@@ -257,6 +257,32 @@ def notes_tools() -> ToolSet:
     return tools
 
 
+def team_tools() -> ToolSet:
+    """A shared board whose posts need two approvals (bob's and an admin's): the demo of
+    approvers and a quorum. Each approval waits in the approvers' inbox."""
+    board: list[dict[str, str]] = []
+    tools = ToolSet("local:team", "Team board")
+
+    @tools.tool(
+        title="Publish to the team board",
+        consequential=True,
+        open_world=False,
+        approvers=["bob", "admins"],
+        quorum=2,
+    )
+    def publish_note(title: str, body: str = "") -> str:
+        """Publish a note to the team board (bob and an admin approve it first).
+
+        Args:
+            title: The note's title
+            body: What the post says
+        """
+        board.append({"title": title, "body": body, "by": calling_user_id() or ""})
+        return f"Published “{title}” to the team board."
+
+    return tools
+
+
 def demo_agent(
     *, name: str = DEMO_AGENT_NAME, model: str | None = None, booking_url: str | None = None
 ) -> Agent:
@@ -268,7 +294,7 @@ def demo_agent(
         instructions=DEMO_INSTRUCTIONS,
         model=model,
         asks=AsksOptions(approvals={"delete_note": _delete_approval}),
-        tool_sets=[notes_tools()],
+        tool_sets=[notes_tools(), team_tools()],
         action_sets=action_sets,
         clarify=True,
     )

@@ -251,7 +251,13 @@ class ActivityRepo:
     async def list_page(self, *, limit: int, after: Position | None = None) -> Page[ActivityRecord]:
         """One page of the log, newest first, after `after`."""
         checked_limit(limit)
-        query = select(activity).order_by(A.created.desc(), A.id.desc()).limit(limit + 1)
+        # The admins' changes only: the gate records of the audit log name a conversation.
+        query = (
+            select(activity)
+            .where(A.history_id.is_(None))
+            .order_by(A.created.desc(), A.id.desc())
+            .limit(limit + 1)
+        )
         if after is not None:
             query = query.where(
                 or_(A.created < after.at, and_(A.created == after.at, A.id < after.id))

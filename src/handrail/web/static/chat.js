@@ -16,6 +16,16 @@ function reveal(el, block = "nearest") {
   if (typeof el.scrollIntoView === "function") el.scrollIntoView({ block, behavior: "auto" });
 }
 
+/** Whether a call's result says it did not run or failed (a denial is never a success; a
+ * confirmed request that then failed shows as failed). */
+function failedResult(result, isError) {
+  if (isError) return true;
+  if (!result || typeof result !== "object") return false;
+  if (result.approved === false || result.type === "execution-denied") return true;
+  const inner = result.editedByUser ? result.result : result;
+  return Boolean(inner && typeof inner === "object" && inner.status === "error");
+}
+
 function resultText(result, isError) {
   if (result && typeof result === "object" && result.approved === false) {
     return `Did not run (${result.reason || "denied"}).`;
@@ -23,7 +33,11 @@ function resultText(result, isError) {
   if (result && typeof result === "object" && result.type === "execution-denied") {
     return `Did not run (${result.reason || "denied"}).`;
   }
-  return `${isError ? "Failed" : "Returned"}: ${json(result)}`;
+  if (result && typeof result === "object" && result.editedByUser) {
+    const verb = failedResult(result.result, false) ? "Failed" : "Returned";
+    return `Ran with your changes (${Object.keys(result.changes || {}).join(", ")}). ${verb}: ${json(result.result)}`;
+  }
+  return `${failedResult(result, isError) ? "Failed" : "Returned"}: ${json(result)}`;
 }
 
 export function chatPage(main, ctx) {
@@ -167,6 +181,7 @@ export function chatPage(main, ctx) {
     },
     safetyClass: (toolName) => state.safety.get(toolName) || null,
     maxUploadBytes: Number.isInteger(info.maxUploadBytes) ? info.maxUploadBytes : null,
+    me: info.user,
     // The call a gate holds is named by its id (two calls of one tool keep their own arguments).
     heldCall: (ask) => (ask.heldToolCallId ? state.calls.get(ask.heldToolCallId) || null : null),
     // A page-tool call: the <handrail-chat> element runs it on its page (the web UI cannot).
@@ -264,7 +279,7 @@ export function chatPage(main, ctx) {
       entry = state.tools.get(toolCallId);
     }
     entry.result.replaceChildren(resultText(result, isError));
-    entry.el.classList.toggle("tool-error", Boolean(isError));
+    entry.el.classList.toggle("tool-error", failedResult(result, isError));
   }
 
   function errorLine(message) {

@@ -3,6 +3,7 @@
 // page). Each links to its conversation, where its card is answered.
 
 import { getPage } from "./api.js";
+import { approvalsSection } from "./approvals.js";
 import { ago, h, replace } from "./dom.js";
 
 const KIND_LABELS = {
@@ -41,6 +42,7 @@ export function inboxPage(main, ctx) {
   let next = null;
   let shown = 0;
   let loading = 0; // a newer load makes the answers of older ones stale
+  const approvals = approvalsSection(ctx.info);
 
   function showStatus() {
     const count = next ? `${shown}+` : String(shown);
@@ -95,6 +97,7 @@ export function inboxPage(main, ctx) {
       h("div", { class: "toolbar" }, status, h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: load }, "Refresh")),
       list,
       more,
+      approvals.el,
     ),
   );
   load();

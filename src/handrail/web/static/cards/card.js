@@ -9,6 +9,8 @@ const CANCEL_REASONS = {
   user_sent_message: "Cancelled: a new message was sent",
   one_ask_at_a_time: "Cancelled: the agent asked something else at the same time",
   user_cancelled: "Cancelled",
+  expired: "Expired: nothing ran",
+  edited: "Edited: prepared again",
 };
 
 /** A button: variant is primary, secondary, danger or ghost. */

@@ -9,6 +9,7 @@
 
 import { clock, h, humanize, json, uid } from "../dom.js";
 import { button, optionRow } from "./card.js";
+import { editThenApprove, mayApprove, quorumLine } from "./steer.js";
 
 export function confirmLabels(input) {
   return {
@@ -134,23 +135,29 @@ export const approval = {
         extraClass: "option-compact",
       }),
     ).map(({ row, box }) => ({ row, radio: box }));
+    // A call with approvers is approved once each time, by them: no scope; the owner who is
+    // no approver may only deny it.
+    const withApprovers = Boolean(ask.approvers && ask.approvers.length);
+    const approver = mayApprove(ask, card.ctx.me);
     const scope = () => radios.find((r) => r.radio.checked)?.radio.value || "once";
-    const { row } = answerButtons(ask, card, { destructive, extra: () => ({ scope: scope() }) });
-    card.fieldset = h(
-      "fieldset",
-      { class: "scopes" },
-      h("legend", {}, "If you allow it, allow"),
-      radios.map((r) => r.row),
-    );
+    const extra = () => (withApprovers ? {} : { scope: scope() });
+    const { yes, row } = answerButtons(ask, card, { destructive, extra });
+    if (!approver) yes.hidden = true;
+    card.fieldset = withApprovers
+      ? null
+      : h("fieldset", { class: "scopes" }, h("legend", {}, "If you allow it, allow"), radios.map((r) => r.row));
+    const held = card.ctx.heldCall ? card.ctx.heldCall(ask) : null;
     return h(
       "div",
       { class: "ask-form" },
       heldCallLine(ask, card),
+      quorumLine(ask),
       safety ? h("p", { class: "card-hint" }, `Safety class: ${safety}.`) : null,
       card.fieldset,
-      card.errorSlot("content.scope", radios.map((r) => r.radio)),
+      withApprovers ? null : card.errorSlot("content.scope", radios.map((r) => r.radio)),
       card.errorSlot("content"),
       row,
+      approver ? editThenApprove(card, held && held.args, { extra }) : null,
       denyWithNote(card),
     );
   },
@@ -159,13 +166,21 @@ export const approval = {
       return h("p", { class: "summary-line" }, "Denied: ", h("code", {}, ask.toolName || "the tool"), " did not run");
     }
     const scope = SCOPES.find((s) => s.id === (response.content.scope || "once"));
+    const edited = response.content.arguments;
     return h(
-      "p",
-      { class: "summary-line" },
-      "Approved ",
-      h("code", {}, ask.toolName || "the tool"),
-      ": ",
-      h("strong", {}, scope ? scope.label.toLowerCase() : "this call only"),
+      "div",
+      {},
+      h(
+        "p",
+        { class: "summary-line" },
+        "Approved ",
+        h("code", {}, ask.toolName || "the tool"),
+        ": ",
+        h("strong", {}, scope ? scope.label.toLowerCase() : "this call only"),
+      ),
+      edited && typeof edited === "object"
+        ? h("div", { class: "edited-args" }, h("p", { class: "summary-line" }, "With your changes:"), previewTable(edited))
+        : null,
     );
   },
 };
@@ -217,6 +232,8 @@ export const confirmation = {
       destructive: ask.input.destructive === true,
       lockConfirm: expired(),
     });
+    const approver = mayApprove(ask, card.ctx.me);
+    if (!approver) yes.hidden = true;
     const countdown = h("p", { class: "countdown", role: "timer", "aria-live": "off" });
     const expiredNote = h("p", { class: "expired-note", role: "alert", hidden: true });
     function tick() {
@@ -250,17 +267,24 @@ export const confirmation = {
       "div",
       { class: "ask-form" },
       h("div", { class: "preview-wrap", role: "group", "aria-label": "What will be sent" }, preview),
+      quorumLine(ask),
       countdown,
       expiredNote,
       card.errorSlot("content"),
       row,
+      approver && ask.preview ? editThenApprove(card, ask.preview, { label: "Prepare it again with these values" }) : null,
       denyWithNote(card),
     );
   },
   summary(ask, response) {
+    // An answered confirmation keeps showing what was confirmed (or what was not sent).
     const labels = confirmLabels(ask.input);
+    const what = ask.preview && typeof ask.preview === "object" ? previewTable(ask.preview) : null;
+    if (confirmed(response) && response.content.arguments) {
+      return h("div", {}, h("p", { class: "summary-line" }, "Edited: prepared again with your values, to confirm anew"), what);
+    }
     return confirmed(response)
-      ? h("p", { class: "summary-line" }, "Confirmed: ", h("strong", {}, labels.confirm))
-      : h("p", { class: "summary-line" }, "Not sent: ", h("strong", {}, labels.deny));
+      ? h("div", {}, h("p", { class: "summary-line" }, "Confirmed: ", h("strong", {}, labels.confirm)), what)
+      : h("div", {}, h("p", { class: "summary-line" }, "Not sent: ", h("strong", {}, labels.deny)), what);
   },
 };
