@@ -211,13 +211,31 @@ class HandrailChat extends HTMLElement {
     this.cleanup = chatPage(body, ctx) || null;
   }
 
+  /** The page's tool `name`, waiting a little for a page that registers its tools late. */
+  async toolNamed(name, waitMs = 3000) {
+    const registry = this.registry;
+    if (!registry) return null;
+    if (registry.get(name)) return registry.get(name);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => finish(null), waitMs);
+      const stop = registry.onChange(() => {
+        if (registry.get(name)) finish(registry.get(name));
+      });
+      function finish(found) {
+        clearTimeout(timer);
+        stop();
+        resolve(found);
+      }
+    });
+  }
+
   /** Run one page-tool call here, once per page: the result to send, or null when another
    * card of this page runs it already. */
   async runPageTool(ask) {
     if (this.ran.has(ask.toolCallId)) return null;
     this.ran.add(ask.toolCallId);
     const name = ask.toolName;
-    const tool = this.registry ? this.registry.get(name) : null;
+    const tool = await this.toolNamed(name);
     if (!tool) {
       return textResult(`The page has no tool named ${name} any more, so it did not run. Tell the user to reload the page.`, true);
     }
