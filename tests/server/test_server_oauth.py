@@ -298,6 +298,32 @@ async def test_the_saved_sign_in_serves_the_next_start(
     assert auth_server.counts()["issued"] == 1
 
 
+async def test_a_process_waiting_for_the_sign_in_takes_it_once_made(
+    oapi: Api, auth_server: AuthServer, tmp_path: Path
+) -> None:
+    async with start_api(sqlite_url(tmp_path), tmp_path / "other", agents=AGENTS) as other:
+        added = (await oapi.post("/connections", remote(auth_server), user="root")).json()["data"]
+
+        async def seen() -> dict[str, Any]:
+            data = (await other.get(f"/connections/{added['id']}", user="root")).json()["data"]
+            return dict(data["status"])
+
+        # The other process starts it too, with no sign-in to use: it waits for one.
+        for _ in range(100):
+            if (await seen())["state"] == "error":
+                break
+            await asyncio.sleep(0.1)
+        assert (await seen())["signIn"] == "needed"
+        assert (await sign_in(oapi, added))["status"]["state"] == "connected"
+        for _ in range(100):
+            if (await seen())["state"] == "connected":
+                break
+            await asyncio.sleep(0.1)
+        assert (await seen())["state"] == "connected"
+        assert "signIn" not in await seen()
+    assert auth_server.counts()["registered"] == 1
+
+
 async def test_tokens_are_refreshed_and_saved_again(
     oapi: Api, short_tokens: AuthServer, key: str
 ) -> None:

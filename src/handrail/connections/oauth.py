@@ -254,6 +254,7 @@ class _NeedsSignIn(httpx2.Auth):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         response = yield request
         if response.status_code == 401:
+            self._link.needed = True
             raise AuthorizationNeeded(self._link.needed_text())
 
 

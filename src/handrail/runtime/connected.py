@@ -243,6 +243,14 @@ class ConnectionHub:
                 if c not in self._live or self._live[c].record.version != version
             ]
             records = [await self.repo.get(c) for c in todo]
+            # A server waiting for a sign-in that another process has since made (its tokens
+            # are saved, the version stays): start it again with them.
+            for connection_id, live in self._live.items():
+                if connection_id in todo or live.link is None or not live.link.needs_sign_in:
+                    continue
+                fresh = await self.repo.get(connection_id)
+                if fresh is not None and fresh.secrets != live.record.secrets:
+                    records.append(fresh)
             await asyncio.gather(*(self._restart(r) for r in records if r is not None))
 
     def _changed(self) -> None:
