@@ -81,3 +81,24 @@ def test_the_quorum_view(app: App, second_tab: App, demo_server: DemoServer) -> 
     )
     app.page.reload()
     expect(app.reply()).to_contain_text("Published “Launch day” to the team board.")
+
+
+def test_the_watch_shows_the_real_gate_and_a_denial_as_a_denial(
+    phone: App, demo_server: DemoServer
+) -> None:
+    demo_server.reset_policy("bob")
+    with demo_server.api("bob") as api:
+        api.put("/permissions/local:notes", json={"level": "non-consequential"}).raise_for_status()
+    asked = demo_server.ask("bob", command("call delete_note", {"title": "Old draft"}))
+    assert asked["pendingAsk"]["kind"] == "confirm"
+    phone.sign_in_as("bob", "/watch")
+    card = phone.page.locator(".simple-card").filter(has_text="Old draft")
+    expect(card.locator(".watch-gate")).to_contain_text("Approval")
+    phone.shoot("watch-approval-gate")
+    card.get_by_role("button", name="Keep it").click()
+    status = phone.page.get_by_role("status").filter(has_text="sent")
+    expect(status).to_contain_text("“Keep it” sent: the call did not run (user_denied).")
+    with demo_server.api("bob") as api:
+        records = api.get("/audit").raise_for_status().json()["data"]
+    denied = next(r for r in records if r["action"] == "gate.denied")
+    assert denied["changes"]["via"] == "watch"

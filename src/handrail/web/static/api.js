@@ -74,8 +74,8 @@ async function errorOf(response) {
   return error;
 }
 
-async function send(method, path, body, { signal, token } = {}) {
-  const headers = { Accept: "application/json" };
+async function send(method, path, body, { signal, token, headers: extra } = {}) {
+  const headers = { Accept: "application/json", ...(extra || {}) };
   const bearer = await bearerOf(token);
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
   let payload;

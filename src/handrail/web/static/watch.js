@@ -5,6 +5,7 @@
 import { ApiError, api, getPage } from "./api.js";
 import { h, replace } from "./dom.js";
 import { simpleCard } from "./cards/simple.js";
+import { gateLine, gateOf, outcomeOf, outcomeText } from "./watch_gate.js";
 
 /** How many asks the compact view shows at once. */
 const WATCH_LIMIT = 20;
@@ -16,6 +17,18 @@ export function watchPage(main, ctx) {
   let busy = false;
   // Confirmations the server said expired: their card offers only the way to cancel.
   const expired = new Set();
+  // The gate behind each card (from the conversation's view), and the countdowns shown.
+  const gates = new Map();
+  let stops = [];
+
+  async function showGate(item, el) {
+    const gate = gates.get(item.toolCallId) || (await gateOf(item));
+    if (!gate || !alive || !el.isConnected) return;
+    gates.set(item.toolCallId, gate);
+    const line = gateLine(gate);
+    el.prepend(line.el);
+    stops.push(line.stop);
+  }
 
   function say(text, tone = "info") {
     status.className = `watch-status notice-${tone}`;
@@ -30,11 +43,12 @@ export function watchPage(main, ctx) {
     for (const b of cardEl.querySelectorAll("button")) b.disabled = true;
     cardEl.setAttribute("aria-busy", "true");
     try {
-      const result = await api("POST", `/histories/${item.historyId}/turn`, {
-        toolCallId: item.toolCallId,
-        buttonId: button.id,
-        surface: "compact",
-      });
+      const result = await api(
+        "POST",
+        `/histories/${item.historyId}/turn`,
+        { toolCallId: item.toolCallId, buttonId: button.id, surface: "compact" },
+        { headers: { "X-Handrail-Via": "watch" } },
+      );
       const said = (result.text || "").trim();
       say(
         result.error
@@ -44,6 +58,10 @@ export function watchPage(main, ctx) {
             : `“${button.label}” sent.`,
         result.error ? "error" : "ok",
       );
+      // What became of the held call: a denial never reads as a success, a failure says so.
+      const outcome = await outcomeOf(item.historyId, gates.get(item.toolCallId));
+      const told = outcome && outcomeText(button.label, outcome);
+      if (told) say(...told);
     } catch (error) {
       const conflict = error instanceof ApiError && error.status === 409;
       if (conflict && error.problem.code === "CONFIRMATION_STALE") {
@@ -83,6 +101,8 @@ export function watchPage(main, ctx) {
       // The newest page only: answering one brings the next in on the following load.
       const { items, next } = await getPage(`/histories/pendingAsks?limit=${WATCH_LIMIT}`);
       if (!alive) return;
+      for (const stop of stops) stop();
+      stops = [];
       replace(
         cards,
         items.length
@@ -95,6 +115,7 @@ export function watchPage(main, ctx) {
                 onButton: (button) => tap(item, button, el),
                 extra: gone ? h("p", { class: "expired-note" }, "Expired: nothing was sent.") : null,
               });
+              showGate(item, el);
               return el;
             })
           : h("p", { class: "watch-empty" }, "Nothing is waiting on you."),
@@ -124,5 +145,6 @@ export function watchPage(main, ctx) {
   return () => {
     alive = false;
     clearInterval(timer);
+    for (const stop of stops) stop();
   };
 }
