@@ -53,6 +53,7 @@ ROUTES = {
     ("/api/deliveries/{id}", "get"),
     ("/api/events", "get"),
     ("/api/tokens", "post"),
+    ("/api/histories/{id}/stop", "post"),
 }
 
 

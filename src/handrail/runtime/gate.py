@@ -51,6 +51,7 @@ __all__ = [
     "gate_key",
     "register_gate",
     "registered_gates",
+    "stopped_result",
     "uncertain_confirmation",
     "uncertain_result",
     "unregister_gate",
@@ -63,6 +64,26 @@ MODEL_ASK: Final = "ask"
 def execution_denied(reason: str) -> dict[str, str]:
     """What the model gets as the result of a tool call the person did not allow."""
     return {"type": "execution-denied", "reason": reason}
+
+
+def stopped_result(tool_name: str, *, safe: bool) -> dict[str, Any]:
+    """The result of a call that was running when the person pressed Stop: a read-only or
+    idempotent one simply did not finish; any other may or may not have taken effect."""
+    if safe:
+        return {
+            "status": "error",
+            "code": "TOOL_STOPPED",
+            "message": f"The person pressed Stop while {tool_name} ran; it did not finish.",
+        }
+    return {
+        "status": "error",
+        "code": "TOOL_EXECUTION_UNCERTAIN",
+        "message": (
+            f"The person pressed Stop while {tool_name} ran, so it may or may not have taken "
+            "effect. It was not run again. Check whether it took effect before you call it "
+            "again, or ask the user."
+        ),
+    }
 
 
 def uncertain_result(tool_name: str, **extra: Any) -> dict[str, Any]:

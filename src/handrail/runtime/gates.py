@@ -555,6 +555,12 @@ class ConfirmationGate(Gate):
                 step = replace(step, gate=step.gate.replace(edited_arguments=edited))
             await runner.action_step(run, again, step)
             return
+        if run.turn.stop_requested.is_set():
+            # Stop came before the request was consumed: it is never sent.
+            await runner.actions.cancel(pending, "stopped")
+            await runner.deny(run, call, "stopped")
+            return
+        await runner.progress(run, "tool", toolName=call.name, toolCallId=call.id)
         step = await runner.actions.confirm(
             binding, call, pending, history_id=run.history.id, user_id=run.principal.user_id
         )

@@ -95,7 +95,8 @@ from .prompting import TurnSetup, build_turn_setup
 from .recovery import DEFAULT_LEASE_S, Recovery
 from .rows import Row, result_row, rows_to_messages, user_row
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
-from .turn import Principal, Turn
+from .stopping import Stopper, StopResult
+from .turn import Principal, Turn, TurnStopped
 
 log = logging.getLogger("handrail.runtime")
 
@@ -145,6 +146,8 @@ class Runtime:
         self.lease_s = float(lease_s)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
         self.recovery = Recovery(self)
+        #: Stop (``POST /histories/{id}/stop``) and the turns running here, by history.
+        self.stopper = Stopper(self)
         if not page_tool_timeout > 0:
             raise ConfigError(
                 f"page_tool_timeout must be a positive number of seconds, not {page_tool_timeout!r}"
@@ -654,13 +657,21 @@ class Runtime:
 
     def start(self) -> None:
         """Start taking over the turns of processes that stopped (see `Recovery`). The server
-        calls it at start-up; `aclose` stops it."""
+        calls it at start-up; `aclose` stops it. Stop requests from other processes are
+        heard from then on."""
         self.recovery.start()
+        self.stopper.start()
+
+    async def stop(self, principal: Principal, history_id: str) -> StopResult:
+        """Stop the conversation's running turn and cancel the ask it waits on (see
+        `handrail.runtime.stopping`)."""
+        return await self.stopper.stop(principal, history_id)
 
     async def aclose(self) -> None:
         """Stop taking over turns, wait for the turns still running (they finish and save),
         then close the models this runtime built."""
         await self.recovery.stop()
+        await self.stopper.aclose()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.actions.aclose()
@@ -678,6 +689,7 @@ class Runtime:
             beating = (
                 asyncio.create_task(self.recovery.heartbeat(turn.history_id)) if leased else None
             )
+            self.stopper.running[turn.history_id] = turn
             await self._turn_event(turn, "turn.started", {})
             try:
                 await work
@@ -694,6 +706,8 @@ class Runtime:
             finally:
                 if beating is not None:
                     beating.cancel()
+                if self.stopper.running.get(turn.history_id) is turn:
+                    del self.stopper.running[turn.history_id]
                 # Published before the turn's stream ends: whoever saw it end can rely on it.
                 await self._turn_ended(turn)
                 await turn.finish()
@@ -719,6 +733,8 @@ class Runtime:
             data["title"] = turn.title
         if turn.pending_summary is not None:
             data["pendingToolCallId"] = turn.pending_summary["toolCallId"]
+        if turn.stopped:
+            data["stopped"] = True
         await self._turn_event(turn, "turn.finished", data)
 
     async def _prompt_turn(
@@ -776,6 +792,8 @@ class Runtime:
         """The model steps of a turn, then its commit (or what a failure keeps)."""
         try:
             await self._calls.steps(run)
+        except TurnStopped:
+            Stopper.settle_run(run)
         except Exception as exc:
             await self._fail(run, exc)
             return
@@ -892,6 +910,9 @@ class Runtime:
             self._audit_outcome(run, pending)
             if run.pause is None:
                 await self._calls.steps(run)
+        except TurnStopped:
+            self._audit_outcome(run, pending)
+            Stopper.settle_run(run, answered=pending.tool_call_id)
         except Exception as exc:
             if not run.output and not run.rows and await self._undo_answer(run, pending):
                 return

@@ -8,12 +8,14 @@ gate table (`gate.py`); nothing here branches on an ask's origin.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .._util import new_id
 from ..asks import (
@@ -30,7 +32,14 @@ from .action_calls import ActionBinding, ActionCalls, ActionStep
 from .agent import Agent
 from .approvals import edit_note
 from .events import error_event, text_event, tool_call_event, tool_result_event
-from .gate import Answer, GateRequired, execution_denied, gate_for, uncertain_result
+from .gate import (
+    Answer,
+    GateRequired,
+    execution_denied,
+    gate_for,
+    stopped_result,
+    uncertain_result,
+)
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
 from .messages import AssistantMessage, FilePart, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
@@ -39,9 +48,11 @@ from .page_tools import PageTools
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
 from .tools import CALLING_USER, Tool, ToolError, ToolOutput, ToolSet, invalid_arguments_text
-from .turn import Principal, Turn
+from .turn import Principal, Turn, TurnStopped
 
 log = logging.getLogger("handrail.runtime")
+
+T = TypeVar("T")
 
 MAX_STEPS: Final = 12
 CANCEL_OTHER: Final = {"action": "cancel", "reason": "one_ask_at_a_time"}
@@ -94,21 +105,23 @@ class StepRunner:
     async def steps(self, run: TurnRun) -> None:
         """Call the model step by step until it answers without tools or an ask pauses."""
         for step in range(MAX_STEPS):
+            if stopping(run):
+                raise TurnStopped
             await self.progress(run, "thinking")
             text: list[str] = []
             calls: list[ToolCall] = []
             request = ModelRequest(
                 system=run.setup.system, messages=tuple(run.messages), tools=run.setup.specs
             )
-            # Every model's output is made storable here too: a model of the user's own that
-            # does not use `storable_stream` cannot break a turn with NUL or lone surrogates.
-            async for event in storable_events(run.model.stream(request)):
-                if isinstance(event, TextDelta) and event.text:
-                    text.append(event.text)
-                    run.output = True
-                    await run.turn.emit(text_event(event.text))
-                elif isinstance(event, ToolCallPart):
-                    calls.append(event.call)
+            try:
+                await until_stopped(run, self._model_step(run, request, text, calls))
+            except TurnStopped:
+                # What the model said before Stop stays; its unfinished calls never ran.
+                said = "".join(text)
+                if said:
+                    run.rows.append(assistant_row(said))
+                    run.messages.append(AssistantMessage(text=said))
+                raise
             said = "".join(text)
             if not calls:
                 if said:
@@ -122,6 +135,19 @@ class StepRunner:
                 return
         run.rows.append(assistant_row(f"(The agent stopped after {MAX_STEPS} steps.)"))
         await run.turn.emit(error_event(f"The agent stopped after {MAX_STEPS} steps."))
+
+    async def _model_step(
+        self, run: TurnRun, request: ModelRequest, text: list[str], calls: list[ToolCall]
+    ) -> None:
+        # Every model's output is made storable here too: a model of the user's own that
+        # does not use `storable_stream` cannot break a turn with NUL or lone surrogates.
+        async for event in storable_events(run.model.stream(request)):
+            if isinstance(event, TextDelta) and event.text:
+                text.append(event.text)
+                run.output = True
+                await run.turn.emit(text_event(event.text))
+            elif isinstance(event, ToolCallPart):
+                calls.append(event.call)
 
     async def progress(self, run: TurnRun, phase: str, **data: Any) -> None:
         """Tell the person what the turn does now (a ``turn.progress`` event): ``thinking``
@@ -141,6 +167,14 @@ class StepRunner:
         setup = run.setup
         clarify_in_step = any(call.name == CLARIFY_TOOL for call in calls) and setup.clarify
         for call in calls:
+            if stopping(run):
+                # Stop came between two calls of a step: the rest never run.
+                if call.name != CLARIFY_TOOL and call.name not in setup.ask_tools:
+                    run.rows.append(call_row(call, step=step))
+                    await self.deny(run, call, "stopped")
+                else:
+                    self._tool_error(run, call, "The person pressed Stop; this was not shown.")
+                continue
             if call.name == CLARIFY_TOOL and setup.clarify:
                 self._clarify_call(run, call, step)
                 continue
@@ -271,6 +305,9 @@ class StepRunner:
         if binding.tool.needs_confirmation and run.pause is not None:
             await self.deny(run, call, "one_ask_at_a_time")
             return
+        if stopping(run):
+            await self.deny(run, call, "stopped")
+            return
         await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
         step = await self.actions.call(
             binding,
@@ -317,6 +354,9 @@ class StepRunner:
         if run.recovering == call.id and not _safe_to_run_again(tool):
             await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
             return
+        if stopping(run):
+            await self.deny(run, call, "stopped")
+            return
         await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
         executed = call.arguments if edited is None else edited
         await self.continue_call(run, tool, call, lambda: tool.run(executed), edited=edited)
@@ -334,7 +374,15 @@ class StepRunner:
         and give the model its result; `GateRequired` pauses the turn on that gate again.
         `edited` are the arguments the person changed the call to, if they did."""
         try:
-            content, is_error = await _run_tool(tool, work, run.principal.user_id)
+            content, is_error = await until_stopped(
+                run, _run_tool(tool, work, run.principal.user_id)
+            )
+        except TurnStopped:
+            # Stopped while it ran: the tool's task is cancelled; whether it took effect is
+            # known only for a tool that has none.
+            safe = _safe_to_run_again(tool)
+            await self.tool_result(run, call, stopped_result(tool.name, safe=safe), is_error=True)
+            raise
         except GateRequired as required:
             await self._gate_required(run, tool, call, required)
             return
@@ -455,6 +503,34 @@ class StepRunner:
         the answer was committed: the gate decides what is safe to do again."""
         run.recovering = pending.held_tool_call_id
         await gate_for(pending).recover(self, run, pending, answer)
+
+
+def stopping(run: TurnRun) -> bool:
+    """Whether the person pressed Stop on this run's turn."""
+    return run.turn.stop_requested.is_set()
+
+
+async def until_stopped(run: TurnRun, work: Awaitable[T]) -> T:
+    """`work`'s result; when Stop comes first, `work` is cancelled and `TurnStopped` raised."""
+    if stopping(run):
+        if asyncio.iscoroutine(work):
+            work.close()
+        raise TurnStopped
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(run.turn.stop_requested.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()  # the turn itself is cancelled (the server is stopping)
+        raise
+    finally:
+        stop.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise TurnStopped
+    return task.result()
 
 
 async def _run_tool(

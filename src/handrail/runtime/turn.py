@@ -43,6 +43,11 @@ class TurnResult:
         return out
 
 
+class TurnStopped(Exception):
+    """Raised inside a turn at a safe point once the person pressed Stop (`Turn.stop`): the
+    runtime saves what the turn did and ends it."""
+
+
 class Turn:
     """The events of one turn, in order. Iterate it for the stream, or await `result()`."""
 
@@ -52,6 +57,10 @@ class Turn:
         self.user_id = user_id
         #: What the turn does now, as its last ``turn.progress`` event said (None: starting).
         self.progress: dict[str, Any] | None = None
+        #: Set when the person asked the turn to stop; the turn ends at its next safe point.
+        self.stop_requested = asyncio.Event()
+        #: True once the turn ended because of Stop.
+        self.stopped = False
         self._events: list[Event] = []
         self._changed = asyncio.Condition()
         self._finished = False

@@ -197,6 +197,14 @@ async def delete_history(
     return ok(request, {"id": history_id, "deleted": True})
 
 
+async def stop_history(request: Request, principal: Caller, history_id: HistoryId) -> JSONResponse:
+    """Stop the conversation's running turn (in any server process) and cancel the ask it
+    waits on; nothing held runs or is sent after it."""
+    await owned_history(request, principal, history_id)
+    result = await runtime_of(request).stop(principal, history_id)
+    return ok(request, result.to_json())
+
+
 # --- the headless turn -------------------------------------------------------------------------
 
 
@@ -361,6 +369,34 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
                 "The history is deleted.",
             ),
             **problems(403, 404),
+        },
+    )
+    router.add_api_route(
+        prefix + "/histories/{id}/stop",
+        stop_history,
+        methods=["POST"],
+        name="stopHistory",
+        operation_id="stopHistory",
+        tags=["histories"],
+        summary="Stop the conversation's running turn and cancel the ask it waits on",
+        description="Returns once the turn ended (a request already being sent finishes and "
+        "its outcome is recorded; a tool still running is cancelled and its outcome reported "
+        "uncertain). The ask the conversation waits on is cancelled with reason stopped. "
+        "stopped says whether a turn was running; cancelledAsk names the ask cancelled.",
+        responses={
+            **json_ok(
+                {
+                    "type": "object",
+                    "properties": {
+                        "historyId": {"type": "string"},
+                        "stopped": {"type": "boolean"},
+                        "cancelledAsk": {"type": ["string", "null"]},
+                    },
+                    "required": ["historyId", "stopped", "cancelledAsk"],
+                },
+                "What Stop did.",
+            ),
+            **problems(403, 404, notes={403: "Another user's history (admins too)."}),
         },
     )
     if asks_enabled:

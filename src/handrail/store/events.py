@@ -12,7 +12,9 @@ history it is about (if any), when it happened and its public data. The kinds
 ``turn.started``    a turn began running; data ``{}``
 ``turn.progress``   what the running turn does now; data ``{phase, toolName?, toolCallId?}``
                     with phase ``thinking`` (a model step), ``tool`` (a tool runs) or
-                    ``waiting`` (it paused on an ask: ``{phase, toolCallId, origin?}``)
+                    ``stopping`` (the person pressed Stop)
+``turn.stopping``   Stop was pressed for the conversation (the process running its turn stops
+                    it); data ``{}``
 ``turn.finished``   the turn ended; data ``{title?, pendingToolCallId?, stopped?}``
 ``turn.failed``     the turn ended with an error; data ``{error}`` (text meant for the person)
 ``history.created`` a conversation was made; data ``{title, agent}``
@@ -47,7 +49,8 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   webhooks and mail). With `last_event_id` it first replays what came after that id, from the
   last `REPLAY_WINDOW` events this process saw; an id no longer there gives one ``reload``
   event instead. A subscriber that falls `QUEUE_SIZE` events behind gets ``reload`` and
-  continues from there. Leaving the ``async with`` ends the subscription.
+  continues from there. Leaving the ``async with`` ends the subscription. A long-lived
+  listener that must be in place at once uses ``bus.open(user_id)`` and ``bus.discard(sub)``.
 - `EventBus.start` begins listening on PostgreSQL (the server's start-up calls it; a first
   subscription starts it too) and `EventBus.close` stops it (``Store.close`` calls it). A
   dropped listening connection is reconnected, and every subscriber gets ``reload``.
@@ -95,6 +98,7 @@ EventKind = Literal[
     "ask.reminder",
     "turn.started",
     "turn.progress",
+    "turn.stopping",
     "turn.finished",
     "turn.failed",
     "history.created",
@@ -351,6 +355,15 @@ class EventBus:
         the events after it come first, or one ``reload`` when it is out of the window."""
         if self._remote and self._listener is None:
             await self.start()
+        subscription = self.open(user_id, last_event_id=last_event_id)
+        try:
+            yield subscription
+        finally:
+            self.discard(subscription)
+
+    def open(self, user_id: str | None, *, last_event_id: str | None = None) -> Subscription:
+        """`subscribe` without the ``async with``, for a long-lived listener that is in place
+        at once: hears from now on, until `discard`."""
         subscription = Subscription(self, user_id, self._queue_size)
         if last_event_id:
             replay = self.since(last_event_id, user_id)
@@ -360,10 +373,11 @@ class EventBus:
                 for event in replay:
                     subscription.put(event)
         self._subscribers.add(subscription)
-        try:
-            yield subscription
-        finally:
-            self._subscribers.discard(subscription)
+        return subscription
+
+    def discard(self, subscription: Subscription) -> None:
+        """End a subscription `open` made."""
+        self._subscribers.discard(subscription)
 
     def since(self, event_id: str, user_id: str | None) -> list[UserEvent] | None:
         """The kept events after `event_id` (of `user_id`, None: all); None when that id is
