@@ -164,7 +164,9 @@ async def test_permission_ask_on_first_use_then_a_read_only_tool_runs(
         "Title a note with two to four words in sentence case. Write the body as one line. "
         "Never delete a note without saying which one first."
     ]
-    assert all("notes_house_style before adding" not in r.system for r in model.requests)
+    assert all("A notes app." not in r.system for r in model.requests)
+    # The connection's own instructions (its app's template, enabled) do.
+    assert "Say which note you will delete" in model.requests[-1].system
     offered = {spec.name for spec in model.requests[-1].tools}
     assert {"notes_list_notes", "notes_delete_note"} <= offered
 

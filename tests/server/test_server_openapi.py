@@ -54,6 +54,8 @@ ROUTES = {
     ("/api/events", "get"),
     ("/api/tokens", "post"),
     ("/api/histories/{id}/stop", "post"),
+    ("/api/connections/{id}/instructions/reset", "post"),
+    ("/api/histories/{id}/instructions", "get"),
 }
 
 

@@ -7,17 +7,21 @@ import time
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Connection, insert, inspect, text
 
+from handrail._util import utc_now
+from handrail.connections import load_catalog
 from handrail.errors import ConfigError
 from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
-from handrail.store.db import SQLITE_THREADS, all_rows, driver_url
-from handrail.store.tables import metadata
+from handrail.store.connections import ConnectionRepo
+from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_url, row_count
+from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0009"
+HEAD = "0010"
 
 TABLES = {
     "activity",
@@ -136,3 +140,60 @@ def test_default_blob_dir() -> None:
     assert default_blob_dir(None) == Path("handrail-files")
     assert default_blob_dir("postgresql://u@db/app") == Path("handrail-files")
     assert default_blob_dir("sqlite://") == Path("handrail-files")
+
+
+def _to_0006(connection: Connection) -> None:
+    command.upgrade(alembic_config(connection), "0006")
+
+
+def _to_head(connection: Connection) -> None:
+    command.upgrade(alembic_config(connection), "head")
+
+
+async def test_migration_0010_backfills_the_shipped_templates(database_url: str) -> None:
+    """Saved connections of the apps with a template get it, enabled; a connection with
+    instructions, or of another app, keeps what it has."""
+    async with Database(database_url) as db:
+        await db.write(_to_0006)
+        now = utc_now()
+        own = {"enabled": False, "text": "Ours."}
+        for ident, app, prefix, instructions in [
+            ("a" * 24, "notes", "notes", None),
+            ("b" * 24, "memory", "memory", own),
+            ("c" * 24, "custom", "wiki", None),
+        ]:
+            await db.write(
+                row_count,
+                insert(connections).values(
+                    id=ident,
+                    app=app,
+                    name=prefix,
+                    prefix=prefix,
+                    kind="mcp-stdio",
+                    protocol="auto",
+                    settings={},
+                    secret_keys=[],
+                    trusted=False,
+                    overrides={},
+                    agent_instructions=instructions,
+                    status={},
+                    tools=[],
+                    version=1,
+                    created=now,
+                    updated=now,
+                ),
+            )
+        await db.write(_to_head)
+        repo = ConnectionRepo(db)
+        notes, memory, wiki = [await repo.get(c * 24) for c in "abc"]
+        assert notes is not None
+        assert notes.agent_instructions == {
+            "enabled": True,
+            "text": load_catalog().get("notes").agent_instructions.text,  # type: ignore[union-attr]
+            "template": {"id": "notes.usage", "version": 1},
+        }
+        assert notes.version == 1
+        assert memory is not None
+        assert memory.agent_instructions == own
+        assert wiki is not None
+        assert wiki.agent_instructions is None

@@ -75,9 +75,12 @@ PENDING_ASK_FIELDS: Final[tuple[PendingAskField, ...]] = (
     _field("dependency", "dependency"),
     _field("choices", "choices"),
     _field("editedArguments", "edited_arguments"),
+    _field("argumentsDigest", "arguments_digest"),
     # What the paused turn replays, for the model only.
     _field("promptIndex", "prompt_index"),
     _field("responseMessages", "response_messages"),
+    # The connection instructions the paused turn started with ({text, digest}).
+    _field("connectionInstructions", "connection_instructions"),
 )
 _BY_KEY: Final = {f.key: f for f in PENDING_ASK_FIELDS}
 _SURFACE_FIELDS: Final[dict[Surface, tuple[PendingAskField, ...]]] = {
@@ -120,8 +123,14 @@ class PendingAsk:
     dependency: str | None = None
     choices: dict[str, str] | None = None
     edited_arguments: dict[str, Any] | None = None
+    #: An approval's digest of the arguments the held call would run with (managed ones
+    #: included): a different digest when it is approved means the call went stale.
+    arguments_digest: str | None = None
     prompt_index: int | None = None
     response_messages: list[dict[str, Any]] | None = None
+    #: The connection instructions snapshot ``{text, digest}`` the paused turn started with
+    #: (None: none applied); it resumes with the same one.
+    connection_instructions: dict[str, Any] | None = None
     #: Stored keys this version does not know, kept as they are.
     extra: dict[str, Any] = field(default_factory=dict)
 

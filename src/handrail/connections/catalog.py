@@ -13,6 +13,8 @@
     config:
       - {key: title, label: Title, type: string, required: false, public: true, help: ...}
     agentInstructions: {id: notes.usage, version: 1, text: Read the house style first.}
+    managedArguments:                # arguments filled from a config field, never the model
+      - {argument: workspace_id, config: workspace}
 
 An ``actions`` app names its action set file instead (``actions: booking.yaml``, relative to
 the definition's folder). ``${config.<key>}`` and ``${secret.<key>}`` in the launch values are
@@ -49,6 +51,7 @@ __all__ = [
     "CatalogError",
     "CatalogProblem",
     "ConfigField",
+    "ManagedArgument",
     "McpLaunch",
     "check_agent_instructions",
     "load_catalog",
@@ -88,11 +91,14 @@ _TOP_KEYS: Final = (
     "actions",
     "config",
     "agentInstructions",
+    "managedArguments",
 )
 _STDIO_KEYS: Final = ("command", "args", "env", "protocol")
 _HTTP_KEYS: Final = ("url", "headers", "protocol")
 _FIELD_KEYS: Final = ("key", "label", "type", "required", "public", "help")
 _INSTRUCTION_KEYS: Final = ("id", "version", "text")
+_MANAGED_KEYS: Final = ("argument", "config")
+ARGUMENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -174,6 +180,19 @@ class AgentInstructions:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ManagedArgument:
+    """A tool argument the connection fills from one of its settings: removed from the schema
+    the model sees, and set after the caller's arguments (so the setting wins). A connection
+    whose setting is unset keeps the argument visible to the model."""
+
+    argument: str
+    config: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argument": self.argument, "config": self.config}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class McpLaunch:
     """How to start (stdio) or reach (streamable HTTP) an MCP server, with ``${...}``
     placeholders still in the values."""
@@ -210,6 +229,7 @@ class AppDefinition:
     actions: Path | None = None
     config: tuple[ConfigField, ...] = ()
     agent_instructions: AgentInstructions | None = None
+    managed_arguments: tuple[ManagedArgument, ...] = ()
     file: str | None = None
 
     def field(self, key: str) -> ConfigField | None:
@@ -231,6 +251,8 @@ class AppDefinition:
                 self.agent_instructions.to_json() if self.agent_instructions else None
             ),
         }
+        if self.managed_arguments:
+            out["managedArguments"] = [m.to_json() for m in self.managed_arguments]
         if self.mcp is not None:
             out["mcp"] = self.mcp.to_json()
         if self.actions is not None:
@@ -368,6 +390,7 @@ def parse_definition(
     instructions = None
     if "agentInstructions" in data and data["agentInstructions"] is not None:
         instructions = _agent_instructions(p, data["agentInstructions"])
+    managed = _managed_arguments(p, data.get("managedArguments"), keys)
     if p.problems:
         return None, p.problems
     assert the_slug is not None
@@ -385,6 +408,7 @@ def parse_definition(
             actions=actions,
             config=tuple(fields),
             agent_instructions=instructions,
+            managed_arguments=tuple(managed),
             file=file,
         ),
         [],
@@ -657,6 +681,55 @@ def _actions_file(p: _Problems, value: Any, folder: Path | None) -> Path | None:
     except ConfigError as exc:
         p.add("actions", str(exc), "make the action set file readable")
     return file.resolve()
+
+
+def _managed_arguments(
+    p: _Problems, value: Any, fields: Mapping[str, ConfigField]
+) -> list[ManagedArgument]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        p.add(
+            "managedArguments",
+            "must be a list",
+            "write managedArguments: [{argument: workspace_id, config: workspace}]",
+        )
+        return []
+    out: list[ManagedArgument] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(value):
+        path = join_path("managedArguments", index)
+        if not isinstance(entry, Mapping):
+            p.add(path, "must be a mapping", "write {argument: workspace_id, config: workspace}")
+            continue
+        p.unknown_keys(entry, _MANAGED_KEYS, path)
+        argument = p.text(entry, "argument", path, "workspace_id", pattern=ARGUMENT_NAME)
+        config = p.text(entry, "config", path, "workspace", pattern=CONFIG_KEY)
+        if config is not None:
+            found = fields.get(config)
+            if found is None:
+                known = ", ".join(fields) or "none"
+                p.add(
+                    join_path(path, "config"),
+                    f"{config!r} names no config field",
+                    f"add it to config ({known})",
+                )
+                continue
+            if found.is_secret:
+                p.add(
+                    join_path(path, "config"),
+                    f"{config} is a {found.type} field",
+                    "fill arguments from string or url fields only: a secret never goes to a tool "
+                    "call the person approves",
+                )
+                continue
+        if argument is not None and argument in seen:
+            p.add(join_path(path, "argument"), f"{argument!r} is managed twice", "keep one")
+            continue
+        if argument is not None and config is not None:
+            seen.add(argument)
+            out.append(ManagedArgument(argument=argument, config=config))
+    return out
 
 
 def _agent_instructions(

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, Unpack, overload
 from ..actions import ActionSet, ActionTool
 from ..asks import ASK_KINDS, AskKind
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
+from ..connections.instructions import InstructionSource
 from ..errors import ConfigError
 from ..policy import ToolHints
 from ..policy.rules import GateRules, rules_problems
@@ -39,6 +40,8 @@ class SourcedSets:
 
     tool_sets: Sequence[ToolSet] = ()
     actions: Mapping[str, tuple[ActionSet, ActionTool]] = field(default_factory=dict)
+    #: What each connection could give a turn as instructions, by connection id.
+    guidance: Mapping[str, InstructionSource] = field(default_factory=dict)
 
 
 #: A source of connections that change while the server runs (saved connections): called with
@@ -112,6 +115,7 @@ class Agent:
         clarify: bool = False,
         expires_after: float | None = None,
         remind_after: float | None = None,
+        adapter: Any = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("an agent needs a name")
@@ -124,6 +128,10 @@ class Agent:
         self.name = name
         self.instructions = instructions
         self.model = model
+        #: A model object that runs this agent instead of `model` (an ``http`` or ``process``
+        #: adapter, `handrail.runtime.models.adapters`): it is used whatever the runtime's
+        #: model is.
+        self.adapter = adapter
         self.asks = AsksOptions.coerce(asks)
         #: Whether the model is offered the ``clarify`` tool (batched questions, which needs
         #: asks on to pause).
@@ -136,6 +144,7 @@ class Agent:
         for tool_set in tool_sets:
             self.add_tool_set(tool_set)
         self._actions: dict[str, tuple[ActionSet, ActionTool]] = {}
+        self._action_set_ids: set[str] = set()
         self._sources: list[ToolSource] = []
         for action_set in action_sets:
             self.add_action_set(action_set)
@@ -185,6 +194,25 @@ class Agent:
             found.setdefault(tool_set.connection_id, tool_set)
         return found
 
+    def instruction_sources(self) -> dict[str, InstructionSource]:
+        """What each of the agent's connections could give a turn as instructions, by
+        connection id: a configured tool set's own ``instructions`` (always on), a saved
+        connection's setting (from its tool source)."""
+        found: dict[str, InstructionSource] = {}
+        for connection_id, tool_set in self._sets.items():
+            if tool_set.instructions:
+                found[connection_id] = InstructionSource(
+                    connection_id=connection_id,
+                    name=tool_set.name,
+                    connector="config",
+                    method="actions" if connection_id in self._action_set_ids else "python",
+                    setting={"enabled": True, "text": tool_set.instructions},
+                )
+        for sourced in self._sourced():
+            for connection_id, source in sourced.guidance.items():
+                found.setdefault(connection_id, source)
+        return found
+
     def add_tool_source(self, source: ToolSource) -> None:
         """Read connections that change while the server runs from `source` too (see
         `ToolSource`): its tool sets join the agent's own each time they are read."""
@@ -224,6 +252,7 @@ class Agent:
             instructions=action_set.instructions,
         )
         self.add_tool_set(tool_set)
+        self._action_set_ids.add(tool_set.connection_id)
         for action in action_set.tools.values():
             self._actions[action.name] = (action_set, action)
         return tool_set

@@ -48,6 +48,12 @@ from ..connections import (
     tool_prefix,
 )
 from ..connections.catalog import PROTOCOL_MODES, SECRET_TYPES, check_refs
+from ..connections.instructions import (
+    InstructionSource,
+    check_setting,
+    saved_source,
+    template_setting,
+)
 from ..connections.oauth import OAUTH_SECRET, OAuthLink, OAuthSaved, SignIn, SignIns
 from ..connections.values import missing_required
 from ..errors import ConfigError, Conflict, InvalidRequest, NotFound
@@ -74,6 +80,7 @@ __all__ = [
     "ConnectionTool",
     "InvalidConnection",
     "NameTaken",
+    "NoInstructionsTemplate",
     "Signer",
     "UnknownApp",
 ]
@@ -108,6 +115,10 @@ class ConnectionReadOnly(Conflict):
     """A connection from the configuration file: change the file, not the connection."""
 
 
+class NoInstructionsTemplate(Conflict):
+    """The connection's app has no instructions template to reset to."""
+
+
 class ConnectionUnknown(NotFound):
     """No connection (saved or configured) has that id."""
 
@@ -132,6 +143,12 @@ class ConnectionTool(Tool):
     resume: (
         Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]] | None
     ) = field(default=None, compare=False, repr=False)
+    #: Arguments filled from the connection's settings (its app's ``managedArguments``): left
+    #: out of the schema the model sees, set after the caller's arguments.
+    managed: Mapping[str, str] = field(default_factory=dict)
+
+    def project(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return {**arguments, **self.managed}
 
     @property
     def safety_class(self) -> SafetyClass:
@@ -272,6 +289,11 @@ class ConnectionHub:
         result = SourcedSets(
             tool_sets=tuple(live.tool_set for live in usable if live.tool_set is not None),
             actions=actions,
+            guidance={
+                live.record.id: self.instruction_source(live.record)
+                for live in usable
+                if live.record.agent_instructions is not None
+            },
         )
         self._cache[agent.name] = (self._generation, result)
         return result
@@ -530,6 +552,7 @@ class ConnectionHub:
         tools: list[Tool] = []
         live.clashes = []
         seen: dict[str, str] = {}
+        managed = self._managed_values(record)
         for data in record.tools:
             listed = ListedTool.from_json(data)
             name = model_name(record.prefix, listed.name)
@@ -546,21 +569,36 @@ class ConnectionHub:
                 continue
             seen[name] = listed.name
             override = record.overrides.get(listed.name)
+            schema, filled = _without_managed(listed.input_schema, managed)
             tools.append(
                 ConnectionTool(
                     name=name,
                     title=listed.title,
                     description=_description(listed, record.name),
-                    input_schema=dict(listed.input_schema),
-                    function=_caller(link, listed.name, record.name, record.id),
+                    input_schema=schema,
+                    function=_caller(link, listed.name, record.name, record.id, filled),
                     hints=ToolHints.from_annotations(listed.annotations),
                     server_name=listed.name,
                     fixed_class=cast(SafetyClass, override) if override else None,
-                    resume=_resumer(link, listed.name, record.id),
+                    resume=_resumer(link, listed.name, record.id, filled),
+                    managed=filled,
                 )
             )
         live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
         self._changed()
+
+    def _managed_values(self, record: ConnectionRecord) -> dict[str, str]:
+        """The managed arguments of the connection's app whose settings are set: argument
+        name -> value."""
+        definition = self.catalog.get(record.app)
+        if definition is None:
+            return {}
+        out: dict[str, str] = {}
+        for managed in definition.managed_arguments:
+            value = record.settings.get(managed.config, "")
+            if value.strip():
+                out[managed.argument] = value
+        return out
 
     def _static_names(self) -> dict[str, str]:
         """Every tool name of the agents' own connections, with the connection's name."""
@@ -584,6 +622,20 @@ class ConnectionHub:
                 entry = found.setdefault(connection_id, (tool_set, []))
                 entry[1].append(agent.name)
         return found
+
+    def instruction_source(self, record: ConnectionRecord) -> InstructionSource:
+        """What the saved connection could give a turn as instructions (see
+        `handrail.connections.instructions.saved_source`)."""
+        return saved_source(
+            self.catalog.get(record.app),
+            connection_id=record.id,
+            name=record.name,
+            app=record.app,
+            kind=record.kind,
+            settings=record.settings,
+            secret_keys=record.secret_keys,
+            setting=record.agent_instructions,
+        )
 
     def saved(self) -> list[ConnectionRecord]:
         return sorted(
@@ -648,19 +700,18 @@ class ConnectionHub:
         agents = self._agent_names(body.get("agents"), fields)
         name = str(body["name"]).strip()
         protocol = str(body.get("protocol") or (launch or {}).get("protocol") or "auto")
+        instructions = None
+        if "agentInstructions" in body:
+            instructions, problems = check_setting(body["agentInstructions"])
+            fields.update(problems)
+        elif definition is not None and definition.agent_instructions is not None:
+            # A new connection adopts its app's current template, on.
+            instructions = template_setting(definition.agent_instructions)
         if fields:
             raise _invalid(fields)
         prefix = tool_prefix(name)
         self._check_prefix(prefix, name, None)
         now = utc_now()
-        instructions = None
-        if definition is not None and definition.agent_instructions is not None:
-            template = definition.agent_instructions
-            instructions = {
-                "enabled": True,
-                "text": template.text,
-                "template": {"id": template.id, "version": template.version},
-            }
         record = ConnectionRecord(
             id=new_id(),
             app=app,
@@ -749,6 +800,10 @@ class ConnectionHub:
             changes["protocol"] = str(body["protocol"])
         if "timeout" in body:
             changes["call_timeout"] = _timeout(body["timeout"])
+        if "agentInstructions" in body:
+            setting, problems = check_setting(body["agentInstructions"])
+            fields.update(problems)
+            changes["agent_instructions"] = setting
         if "mcp" in body:
             if record.app != CUSTOM:
                 fields["mcp"] = f"is for custom connections only; the app {record.app} says it"
@@ -770,9 +825,57 @@ class ConnectionHub:
             subject=record.id,
             changes=_public_changes(updated, changes, body=body),
         )
+        return await self._after_change(updated, changes, signer)
+
+    async def _after_change(
+        self,
+        updated: ConnectionRecord,
+        changes: Mapping[str, Any],
+        signer: Signer | None = None,
+    ) -> ConnectionRecord:
+        """Start the link again, unless only the instructions changed: they are read per
+        turn, so the server keeps running (and its listing stays)."""
         async with self._lock:
+            live = self._live.get(updated.id)
+            if set(changes) <= {"agent_instructions"} and live is not None:
+                live.record = dataclasses.replace(
+                    live.record,
+                    agent_instructions=updated.agent_instructions,
+                    version=updated.version,
+                    updated=updated.updated,
+                )
+                self._changed()
+                return live.record
             live = await self._restart(updated, signer)
         return live.record
+
+    async def reset_instructions(
+        self, principal: Principal, connection_id: str
+    ) -> ConnectionRecord:
+        """Adopt the app's current template as the connection's instructions, keeping the
+        toggle (on when it had no instructions). `NoInstructionsTemplate` when its app has
+        none."""
+        record = await self.record_of(connection_id)
+        definition = self.catalog.get(record.app) if record.app != CUSTOM else None
+        template = definition.agent_instructions if definition is not None else None
+        if template is None:
+            raise NoInstructionsTemplate(
+                f"The connection {record.name!r} has no default instructions to reset to: its "
+                "app has no template. Edit its instructions instead, or set them to null.",
+                code="NO_INSTRUCTIONS_TEMPLATE",
+            )
+        current = record.agent_instructions
+        enabled = bool(current.get("enabled")) if isinstance(current, Mapping) else True
+        setting = template_setting(template, enabled=enabled)
+        changes = {"agent_instructions": setting}
+        updated = await self.repo.update(record.id, record.version, changes)
+        await self.activity.add(
+            actor=principal.user_id,
+            action="connection.instructions.reset",
+            subject=record.id,
+            changes={"agentInstructions": setting},
+        )
+        return await self._after_change(updated, changes)
 
     async def delete(self, principal: Principal, connection_id: str) -> None:
         """Remove a saved connection: its tools leave the next turn, its server stops."""
@@ -1075,8 +1178,37 @@ def _description(listed: ListedTool, connection: str) -> str:
     return text or f"The tool {listed.name} of {connection}."
 
 
-def _caller(link: McpLink | None, tool: str, connection: str, connection_id: str) -> Any:
+def _without_managed(
+    schema: Mapping[str, Any], managed: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A tool's input schema without the managed arguments it declares, and those arguments
+    with their values (a tool that declares none keeps its schema as it is)."""
+    properties = schema.get("properties")
+    if not managed or not isinstance(properties, Mapping):
+        return dict(schema), {}
+    filled = {name: value for name, value in managed.items() if name in properties}
+    if not filled:
+        return dict(schema), {}
+    out = dict(schema)
+    out["properties"] = {k: v for k, v in properties.items() if k not in filled}
+    required = schema.get("required")
+    if isinstance(required, list):
+        out["required"] = [r for r in required if r not in filled]
+    return out, filled
+
+
+def _caller(
+    link: McpLink | None,
+    tool: str,
+    connection: str,
+    connection_id: str,
+    managed: Mapping[str, str] | None = None,
+) -> Any:
+    fixed = dict(managed or {})
+
     async def call(**arguments: Any) -> Any:
+        # Managed arguments go after the caller's: the connection's setting wins.
+        arguments = {**arguments, **fixed}
         if link is None:
             raise ToolError(
                 f"The connection {connection} has no server to call. Tell the user; an admin can "
@@ -1089,14 +1221,19 @@ def _caller(link: McpLink | None, tool: str, connection: str, connection_id: str
 
 
 def _resumer(
-    link: McpLink | None, tool: str, connection_id: str
+    link: McpLink | None,
+    tool: str,
+    connection_id: str,
+    managed: Mapping[str, str] | None = None,
 ) -> Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]] | None:
     if link is None:
         return None
+    fixed = dict(managed or {})
 
     async def resume(
         arguments: Mapping[str, Any], state: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> Any:
+        arguments = {**arguments, **fixed}  # the same call: managed arguments after
         return await call_mcp_tool(
             link, tool, arguments, connection_id=connection_id, resume=state, answer=answer
         )
@@ -1110,7 +1247,16 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else text + "."
 
 
-_CREATE_FIELDS: Final = ("app", "name", "kind", "settings", "trusted", "agents", "overrides")
+_CREATE_FIELDS: Final = (
+    "app",
+    "name",
+    "kind",
+    "settings",
+    "trusted",
+    "agents",
+    "overrides",
+    "agent_instructions",
+)
 
 
 def _public_changes(
@@ -1128,6 +1274,8 @@ def _public_changes(
             out["mcp"] = record.launch
         elif name == "agents":
             out["agents"] = None if record.agents is None else list(record.agents)
+        elif name == "agent_instructions":
+            out["agentInstructions"] = record.agent_instructions
         else:
             out[name] = getattr(record, name)
     sent = (body or {}).get("secrets")

@@ -18,6 +18,8 @@ arguments are replayed from the paused turn's messages, never taken from a clien
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
@@ -178,10 +180,12 @@ class ApprovalGate(Gate):
     def ask(self, agent: Agent, tool: Tool, call: ToolCall) -> PendingAsk:
         approval_id = f"approval_{new_id()}"
         page = _page_of(agent, tool)
+        # The person approves the call as it would run: managed arguments included.
+        projected = tool.project(call.arguments)
         confirm = (
-            page_approval_input(page, tool, call.arguments)
+            page_approval_input(page, tool, projected)
             if page is not None
-            else approval_input(agent, tool, call.arguments)
+            else approval_input(agent, tool, projected)
         )
         return PendingAsk(
             tool_call_id=approval_id,
@@ -194,6 +198,7 @@ class ApprovalGate(Gate):
             tool_name=tool.name,
             connection_id=page.connection_id if page is not None else None,
             held_tool_call_id=call.id,
+            arguments_digest=arguments_digest(tool.project(call.arguments)),
         )
 
     approvable = True
@@ -240,8 +245,12 @@ class ApprovalGate(Gate):
         if reason is not None:
             await runner.deny(run, call, reason)
             return
+        digest = pending.arguments_digest
+        if digest is not None and digest != arguments_digest(tool.project(call.arguments)):
+            await runner.tool_result(run, call, stale_approval_text(tool.name), is_error=True)
+            return
         edited = edited_arguments(answer.envelope)
-        if edited is not None and edited != call.arguments:
+        if edited is not None and edited not in (call.arguments, tool.project(call.arguments)):
             # Edit, then approve: the call runs once with the person's arguments; the model
             # reads that they changed them, and how.
             await runner.run_and_record(run, tool, call, edited=edited)
@@ -268,6 +277,21 @@ def _page_of(agent: Agent, tool: Tool) -> PageToolSet | None:
     except KeyError:
         return None
     return connection if isinstance(connection, PageToolSet) else None
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """The SHA-256 hex of the arguments as canonical JSON."""
+    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stale_approval_text(tool_name: str) -> str:
+    """The tool error of an approved call whose arguments changed since it was asked about."""
+    return (
+        f"The approval was for {tool_name} with other arguments: the connection's settings "
+        "changed since the person was asked, so the call did not run. Call it again if it is "
+        "still needed; the person will be asked about the call as it would run now."
+    )
 
 
 def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ..asks import (
     ask_kinds_for_surface,
     ask_prompt_section,
 )
+from ..connections.instructions import Snapshot
 from .agent import Agent, Tool
 from .models.base import Model, ToolSpec
 
@@ -70,6 +71,8 @@ class TurnSetup:
     host_tools: dict[str, Tool]
     surface: AskSurface
     clarify: bool = False
+    #: The connection instructions of the turn (None: none apply), last in `system`.
+    instructions: Snapshot | None = None
 
 
 def ask_tool_name(kind: str) -> str:
@@ -94,8 +97,11 @@ def _ask_part(kinds: tuple[AskKind, ...], surface: AskSurface) -> tuple[str, tup
     return section, specs
 
 
-def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSetup:
-    """The system prompt and tools of one turn of `agent` on `surface`.
+def build_turn_setup(
+    agent: Agent, model: Model, surface: AskSurface, instructions: Snapshot | None = None
+) -> TurnSetup:
+    """The system prompt and tools of one turn of `agent` on `surface`: the agent's
+    instructions, the asks section, the compact line, then the connection `instructions`.
 
     Asks on: one ``ask_<kind>`` tool per offered kind (only the compact kinds, with narrowed
     schemas, on the compact surface), and the asks prompt text. A compact turn adds the compact
@@ -109,6 +115,8 @@ def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSet
     parts.append(ask_section)
     if surface == "compact":
         parts.append(COMPACT_SURFACE_SYSTEM_PROMPT)
+    if instructions is not None:
+        parts.append(instructions.text)
     specs: list[ToolSpec] = list(ask_specs)
     ask_tools: dict[str, AskKind] = {ask_tool_name(kind): kind for kind in kinds}
     clarify = agent.clarify and agent.asks is not None and model.supports_tools
@@ -138,4 +146,5 @@ def build_turn_setup(agent: Agent, model: Model, surface: AskSurface) -> TurnSet
         host_tools=host_tools,
         surface=surface,
         clarify=clarify,
+        instructions=instructions,
     )

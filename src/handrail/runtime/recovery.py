@@ -28,9 +28,11 @@ import logging
 from typing import TYPE_CHECKING, Final
 
 from .._util import utc_now
-from ..asks import PendingAsk
+from ..asks import AskSurface, PendingAsk
+from ..connections.instructions import Snapshot
 from ..store import Store, TurnLease, TurnState
 from .gate import Answer
+from .instructions import resolve_instructions
 from .messages import messages_from_json
 from .prompting import build_turn_setup
 from .rows import rows_to_messages
@@ -160,17 +162,16 @@ class Recovery:
         agent = runtime.agent_for(history)
         model = runtime.model_for(agent)
         surface = lease.state.get("surface", "full")
-        setup = build_turn_setup(
-            agent, model, surface if surface in ("full", "compact") else "full"
-        )
+        checked: AskSurface = "compact" if surface == "compact" else "full"
         principal = Principal(user_id=history.owner_id)
         turn = Turn(history.id, user_id=history.owner_id)
         if lease.state.get("kind") == "answer":
             pending = PendingAsk.from_json(lease.state["pending"])
             page = runtime.page_tools_of(pending)
             agent = runtime.with_page_tools(agent, page)
+            # The turn goes on with the connection instructions it started with.
             setup = build_turn_setup(
-                agent, model, surface if surface in ("full", "compact") else "full"
+                agent, model, checked, Snapshot.from_json(pending.connection_instructions)
             )
             answer = Answer(
                 envelope=dict(lease.state["answer"]), scope=lease.state.get("scope", "once")
@@ -194,6 +195,10 @@ class Recovery:
             )
             work = runtime._answer_turn(run, pending, answer, recovering=True)
         else:
+            resolved = await resolve_instructions(
+                self.store, agent, principal, history_id=history.id
+            )
+            setup = build_turn_setup(agent, model, checked, resolved.snapshot)
             messages = rows_to_messages(r.data for r in rows)
             run = TurnRun(
                 turn=turn,

@@ -28,6 +28,7 @@ from ..asks import ASK_SURFACES, AskSurface, AskValidationError, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
+from ..connections.instructions import Snapshot
 from ..errors import (
     AlreadyApproved,
     AnswerIdMissing,
@@ -80,6 +81,7 @@ from .events import (
     tool_result_event,
 )
 from .gate import Answer, gate_for, uncertain_confirmation
+from .instructions import ResolvedInstructions, resolve_instructions
 from .messages import (
     AssistantMessage,
     FilePart,
@@ -89,6 +91,7 @@ from .messages import (
     messages_to_json,
 )
 from .models import model_from_name
+from .models.adapters import AdapterError
 from .models.base import Model, ModelError
 from .page_tools import DEFAULT_PAGE_TOOL_TIMEOUT, PageTools, read_page_tools, stored_page_tools
 from .prompting import TurnSetup, build_turn_setup
@@ -158,6 +161,11 @@ class Runtime:
     # ----------------------------------------------------------------------------- lookups
 
     def model_for(self, agent: Agent) -> Model:
+        if agent.adapter is not None:
+            adapter: Model = agent.adapter
+            if adapter not in self._built:
+                self._built.append(adapter)  # closed with the runtime
+            return adapter
         if self._model_override is not None:
             return self._model_override
         name = agent.model or os.environ.get("HANDRAIL_MODEL", "scripted")
@@ -205,6 +213,15 @@ class Runtime:
         history = _owned(principal, history_id, loaded[0] if loaded else None)
         assert loaded is not None
         return history, loaded[1]
+
+    async def next_instructions(
+        self, principal: Principal, history_id: str
+    ) -> ResolvedInstructions:
+        """The connection instructions the conversation's next turn would get now, with every
+        connection that has instructions and why each does or does not give a block."""
+        history = await self.owned_history(principal, history_id)
+        agent = self.agent_for(history)
+        return await resolve_instructions(self.store, agent, principal, history_id=history.id)
 
     # ----------------------------------------------------------------------------- turns
 
@@ -256,7 +273,10 @@ class Runtime:
             page = read_page_tools(page_tools, agent=the_agent, timeout=self.page_tool_timeout)
             the_agent = self.with_page_tools(the_agent, page)
         model = self.model_for(the_agent)
-        setup = build_turn_setup(the_agent, model, checked_surface)
+        resolved = await resolve_instructions(
+            self.store, the_agent, principal, history_id=history.id
+        )
+        setup = build_turn_setup(the_agent, model, checked_surface, resolved.snapshot)
         turn = Turn(history.id, user_id=history.owner_id)
         self._spawn(
             turn,
@@ -446,7 +466,10 @@ class Runtime:
             else Principal(user_id=history.owner_id)
         )
         model = self.model_for(agent)
-        setup = build_turn_setup(agent, model, surface)
+        # The paused turn resumes with the connection instructions it started with.
+        setup = build_turn_setup(
+            agent, model, surface, Snapshot.from_json(pending.connection_instructions)
+        )
         prompt_index = pending.prompt_index if pending.prompt_index is not None else len(prior)
         replay = rows_to_messages(r.data for r in prior[:prompt_index])
         response_messages = messages_from_json(pending.response_messages or [])
@@ -1001,9 +1024,11 @@ class Runtime:
                         if row_count is None:
                             row_count = len(await self.store.histories.rows(history_id))
                         prompt_index = row_count + 1
+                    snapshot = run.setup.instructions
                     pending = run.pause.replace(
                         prompt_index=prompt_index,
                         response_messages=messages_to_json(run.messages[run.turn_start :]),
+                        connection_instructions=snapshot.to_json() if snapshot else None,
                     )
                     if run.page_tools is not None and run.page_tools.tools:
                         extra = {**pending.extra, "pageTools": run.page_tools.to_json()}
@@ -1088,7 +1113,8 @@ class Runtime:
             log.warning("model call failed on history %s: %s", run.history.id, exc)
         else:
             log.exception("turn on history %s failed", run.history.id, exc_info=exc)
-        message = _failure_text()
+        # An adapter's error names the adapter and the way forward: the person reads it.
+        message = str(exc) if isinstance(exc, AdapterError) else _failure_text()
         run.turn.error = message
         if run.pause is not None:
             run.rows = _cancel_paused(run.rows, run.pause, result={"action": "cancel"})

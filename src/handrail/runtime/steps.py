@@ -111,7 +111,13 @@ class StepRunner:
             text: list[str] = []
             calls: list[ToolCall] = []
             request = ModelRequest(
-                system=run.setup.system, messages=tuple(run.messages), tools=run.setup.specs
+                system=run.setup.system,
+                messages=tuple(run.messages),
+                tools=run.setup.specs,
+                conversation_id=run.history.id,
+                agent_name=run.agent.name,
+                agent_instructions=run.agent.instructions,
+                connection_instructions=run.setup.instructions,
             )
             try:
                 await until_stopped(run, self._model_step(run, request, text, calls))

@@ -328,6 +328,11 @@ class Tool:
         """Whether it is a skill: a read-only tool that returns guidance text."""
         return self.hints.skill is True
 
+    def project(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments the tool runs with, from the caller's: the same for a plain tool; a
+        connection's tool sets its managed arguments after the caller's."""
+        return dict(arguments)
+
     def check(self, arguments: Any) -> list[str]:
         """What is wrong with `arguments` for this tool, as sentences; empty when they fit.
         Never raises (see `check_arguments`)."""

@@ -33,6 +33,7 @@ from .events import add_event_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
 from .info import add_info_routes
+from .instructions import add_instruction_routes
 from .links import add_link_routes
 from .openapi import install_openapi
 from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
@@ -143,6 +144,7 @@ def create_app(
     add_connection_routes(app.router, prefix)  # /catalog, /connections, /activity
     add_audit_routes(app.router, prefix)  # /audit, /approvals
     add_token_routes(app.router, prefix)  # POST /tokens: an admin mints a user's token
+    add_instruction_routes(app.router, prefix)  # reset a connection's, read a history's
     add_info_routes(app.router, prefix)  # GET /info: the caller, the model, the agents
     add_delivery_routes(app.router, prefix)  # GET /deliveries: webhooks' and emails' log
     add_link_routes(app.router)  # /links/{token}: the one-time answer links of emails

@@ -29,6 +29,8 @@
         instructions: You help people set up their billing.
         asks: {kinds: [choice, confirm], maxFileSizeBytes: 5000000}
         clarify: true                        # offer the clarify tool (batched questions)
+      - name: outside                        # run by a program of your own, not a model
+        adapter: {type: process, command: python, args: [agent.py], timeout_s: 60}
       - import: "my_app.agents:support"
 
 Every mistake raises `ConfigError` whose message starts with the field's path (such as
@@ -57,6 +59,7 @@ from ..runtime.models import DEFAULT_MODEL, model_from_name
 from ..runtime.page_tools import DEFAULT_PAGE_TOOL_TIMEOUT
 from ..runtime.recovery import DEFAULT_LEASE_S
 from ..store.db import driver_url
+from .adapter_config import adapter_from_config
 from .reach_config import (
     EmailConfig,
     WebhookConfig,
@@ -161,7 +164,7 @@ _TOP_KEYS: Final = (
     "email",
 )
 _USER_KEYS: Final = ("id", "token", "token_env", "admin", "email")
-_AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify", "actions")
+_AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify", "actions", "adapter")
 _ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
 _IMPORT: Final = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -357,6 +360,8 @@ class ServerConfig:
         """Build each agent's model once, so that a bad model name or a missing API key stops
         the start-up with a `ConfigError` naming the setting."""
         for index, agent in enumerate(self.agents):
+            if agent.adapter is not None:
+                continue  # run by its adapter, not a model
             name = agent.model or self.model
             try:
                 model_from_name(name)
@@ -688,6 +693,15 @@ def _agents(
                 "drop 'asks: false' or 'clarify: true'"
             )
         action_sets = _action_sets(entry.get("actions", []), f"{path}.actions", base_dir, env)
+        adapter = None
+        if "adapter" in entry:
+            if "model" in entry:
+                raise ConfigError(
+                    f"{path}.model: an agent run by an adapter has no model; drop one of them"
+                )
+            adapter = adapter_from_config(
+                entry["adapter"], f"{path}.adapter", name, os.environ if env is None else env
+            )
         try:
             agents.append(
                 Agent(
@@ -697,6 +711,7 @@ def _agents(
                     asks=asks,
                     clarify=clarify,
                     action_sets=action_sets,
+                    adapter=adapter,
                 )
             )
         except ConfigError as exc:

@@ -136,6 +136,20 @@ _COMMON: Final[dict[str, JsonSchema]] = {
         "default).",
     },
     "mcp": _MCP,
+    "agentInstructions": {
+        "type": ["object", "null"],
+        "description": 'Guidance for the agents that use it: {"enabled", "text" (trimmed, '
+        '1-2000 characters), "template"?: {"id", "version"}}, or null for none. Disabling '
+        "keeps the text. Left out on create: its app's template, enabled.",
+        "properties": {
+            "enabled": {"type": "boolean"},
+            "text": {"type": "string"},
+            "template": {
+                "type": ["object", "null"],
+                "properties": {"id": {"type": "string"}, "version": {"type": "integer"}},
+            },
+        },
+    },
 }
 
 CONNECTION_CREATE_SCHEMA: Final[JsonSchema] = {
@@ -618,7 +632,10 @@ CONNECTION_SCHEMA: Final[JsonSchema] = {
             "description": "What the server says about itself (admins only; never put into a "
             "prompt).",
         },
-        "agentInstructions": {"oneOf": [{"type": "object"}, {"type": "null"}]},
+        "agentInstructions": {
+            "oneOf": [{"type": "object"}, {"type": "null"}],
+            "description": '{"enabled", "text", "template"?} or null.',
+        },
         "created": _ISO,
         "updated": _ISO,
     },

@@ -61,6 +61,7 @@ from ..runtime.connected import (
     ConnectionUnknown,
     InvalidConnection,
     NameTaken,
+    NoInstructionsTemplate,
     UnknownApp,
 )
 from ..runtime.page_tools import InvalidPageTools
@@ -139,6 +140,7 @@ PROBLEMS: Final[Mapping[type[DomainError], Problem]] = {
     ConnectionConflict: Problem(409, "Connection changed"),
     ConnectionReadOnly: Problem(409, "Connection is read-only", "CONNECTION_READ_ONLY"),
     NameTaken: Problem(409, "Connection name taken", "CONNECTION_NAME_TAKEN"),
+    NoInstructionsTemplate: Problem(409, "No instructions template", "NO_INSTRUCTIONS_TEMPLATE"),
     Conflict: Problem(409, "Conflict"),
 }
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..._util import REPLACEMENT, storable, storable_text
+from ...connections.instructions import Snapshot
 from ...errors import HandrailError
 from ..messages import Message, ToolCall
 
@@ -34,9 +35,18 @@ class ToolSpec:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelRequest:
+    """One step's request. `system` is the whole system prompt (the agent's instructions, the
+    asks section and the connection instructions); adapters that run an agent outside handrail
+    also get its parts: the conversation's id, the agent's name and own instructions, and the
+    connection instructions snapshot (None: none apply)."""
+
     system: str
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
+    conversation_id: str | None = None
+    agent_name: str = ""
+    agent_instructions: str = ""
+    connection_instructions: Snapshot | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
