@@ -376,6 +376,12 @@ async def test_blocks_follow_access_policy_and_settings(iapi: Api) -> None:
     assert (await next_instructions(iapi, bobs, user="bob"))["snapshot"] is None
     # Another user cannot read alice's.
     assert (await iapi.get(f"/histories/{quiet}/instructions", user="bob")).status_code == 403
+    # The agent page's view: the same for a new conversation of the agent.
+    agent_view = (await iapi.get("/agents/quiet/instructions")).json()["data"]
+    assert agent_view == view
+    unknown = await iapi.get("/agents/nobody/instructions")
+    assert unknown.status_code == 400
+    assert unknown.json()["title"] == "Unknown agent"
 
     # Turned off: inspectable, not delivered.
     setting = {**saved["agentInstructions"], "enabled": False}

@@ -56,6 +56,7 @@ ROUTES = {
     ("/api/histories/{id}/stop", "post"),
     ("/api/connections/{id}/instructions/reset", "post"),
     ("/api/histories/{id}/instructions", "get"),
+    ("/api/agents/{name}/instructions", "get"),
     ("/api/connections/{id}/authorize", "post"),
     ("/api/oauth/callback", "get"),
 }

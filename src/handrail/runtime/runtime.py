@@ -223,6 +223,14 @@ class Runtime:
         agent = self.agent_for(history)
         return await resolve_instructions(self.store, agent, principal, history_id=history.id)
 
+    async def agent_instructions(
+        self, principal: Principal, agent_name: str
+    ) -> ResolvedInstructions:
+        """What a new conversation of the agent would get from its connections now (grants for
+        one conversation left out). `UnknownAgent` for a name that is not an agent's."""
+        agent = self.agent_named(agent_name)
+        return await resolve_instructions(self.store, agent, principal, history_id=None)
+
     # ----------------------------------------------------------------------------- turns
 
     async def start_prompt(

@@ -5,6 +5,8 @@
 - ``GET /histories/{id}/instructions`` (the owner): the snapshot ``{text, digest}`` (or null)
   the conversation's next turn would get now, and every connection with instructions, each
   with its source and whether (and why not) it gives a block.
+- ``GET /agents/{name}/instructions``: the same for a new conversation of that agent (the
+  agent page's read-only "From connections").
 
 The setting itself is ``agentInstructions`` on ``POST`` and ``PATCH /connections``.
 """
@@ -16,6 +18,7 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
+from ..runtime.instructions import ResolvedInstructions
 from .auth import Caller
 from .bodies import runtime_of
 from .connections import CONNECTION_SCHEMA, ConnectionId, _admin, connection_json, hub_of
@@ -26,6 +29,7 @@ from .problems import ok
 __all__ = ["HISTORY_INSTRUCTIONS_SCHEMA", "add_instruction_routes"]
 
 HistoryId = Annotated[str, Path(alias="id", description="The history's id.")]
+AgentName = Annotated[str, Path(alias="name", description="The agent's name.")]
 
 _SNAPSHOT: Final[JsonSchema] = {
     "oneOf": [
@@ -92,11 +96,19 @@ async def history_instructions(
 ) -> JSONResponse:
     await owned_history(request, principal, history_id)
     resolved = await runtime_of(request).next_instructions(principal, history_id)
-    data: dict[str, Any] = {
+    return ok(request, _resolved_json(resolved))
+
+
+async def agent_instructions(request: Request, principal: Caller, name: AgentName) -> JSONResponse:
+    resolved = await runtime_of(request).agent_instructions(principal, name)
+    return ok(request, _resolved_json(resolved))
+
+
+def _resolved_json(resolved: ResolvedInstructions) -> dict[str, Any]:
+    return {
         "snapshot": resolved.snapshot.to_json() if resolved.snapshot else None,
         "sources": [view.to_json() for view in resolved.sources],
     }
-    return ok(request, data)
 
 
 def add_instruction_routes(router: APIRouter, prefix: str) -> None:
@@ -134,5 +146,18 @@ def add_instruction_routes(router: APIRouter, prefix: str) -> None:
         responses={
             **json_ok(HISTORY_INSTRUCTIONS_SCHEMA, "The snapshot and its sources."),
             **problems(403, 404, notes={403: "Another user's history."}),
+        },
+    )
+    router.add_api_route(
+        prefix + "/agents/{name}/instructions",
+        agent_instructions,
+        methods=["GET"],
+        name="readAgentInstructions",
+        operation_id="readAgentInstructions",
+        tags=["connections"],
+        summary="The connection instructions a new conversation of the agent would get",
+        responses={
+            **json_ok(HISTORY_INSTRUCTIONS_SCHEMA, "The snapshot and its sources."),
+            **problems(400, notes={400: "No agent has that name (Unknown agent)."}),
         },
     )

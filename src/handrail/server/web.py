@@ -31,7 +31,15 @@ __all__ = ["SHELL_PATHS", "STATIC_PREFIX", "WebFiles", "add_web_routes"]
 
 STATIC_PREFIX: Final = "/static"
 #: The paths that answer with the page's shell; the page routes itself from the URL.
-SHELL_PATHS: Final = ("/", "/inbox", "/watch", "/grants", "/connections", "/c/{historyId}")
+SHELL_PATHS: Final = (
+    "/",
+    "/inbox",
+    "/watch",
+    "/grants",
+    "/connections",
+    "/agents",
+    "/c/{historyId}",
+)
 PREFIX_MARKER: Final = "__HANDRAIL_API_PREFIX__"
 HISTORY_ID: Final = re.compile(r"[0-9a-f]{24}")
 

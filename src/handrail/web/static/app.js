@@ -2,6 +2,7 @@
 // the connections page.
 // Vanilla ES modules over the public HTTP API; the page routes itself from the URL.
 
+import { agentsPage } from "./agents.js";
 import { auth, get, getPage, onUnauthorized } from "./api.js";
 import { chatPage } from "./chat.js";
 import { connectionsPage } from "./connections.js";
@@ -20,6 +21,7 @@ const ROUTES = [
   { pattern: /^\/watch$/, page: watchPage, nav: "watch", title: "Watch", compact: true },
   { pattern: /^\/grants$/, page: grantsPage, nav: "grants", title: "Grants" },
   { pattern: /^\/connections$/, page: connectionsPage, nav: "connections", title: "Connections" },
+  { pattern: /^\/agents$/, page: agentsPage, nav: "agents", title: "Agents" },
 ];
 
 const NAV = [
@@ -28,6 +30,7 @@ const NAV = [
   { id: "watch", href: "/watch", label: "Watch" },
   { id: "grants", href: "/grants", label: "Grants" },
   { id: "connections", href: "/connections", label: "Connections" },
+  { id: "agents", href: "/agents", label: "Agents" },
 ];
 
 const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, timer: 0, firstRender: true };

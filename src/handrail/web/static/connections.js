@@ -5,6 +5,7 @@
 
 import { ApiError, api, get, getPage } from "./api.js";
 import { ago, h, replace, uid } from "./dom.js";
+import { instructionsSection } from "./instructions.js";
 
 const CLASSES = ["read-only", "mutating", "consequential"];
 const STATES = { connected: "Connected", starting: "Starting", error: "Error" };
@@ -80,12 +81,12 @@ export function connectionsPage(main, ctx) {
     return select;
   }
 
-  function card(connection, tools, levels) {
+  function card(connection, tools, levels, templates) {
     const state = connection.status.state;
     const level = levels.get(connection.id);
     return h(
       "li",
-      { class: "connection", dataset: { connectionId: connection.id } },
+      { class: "connection", id: `connection-${connection.id}`, dataset: { connectionId: connection.id } },
       h("h3", {}, connection.name, " ", h("span", { class: `badge badge-state-${state}` }, STATES[state] || state)),
       h(
         "p",
@@ -106,6 +107,7 @@ export function connectionsPage(main, ctx) {
         : null,
       connection.secretsSet && connection.secretsSet.length ? h("p", { class: "helper" }, `Secrets set: ${connection.secretsSet.join(", ")}`) : null,
       h("p", { class: "helper" }, "Your level: ", h("strong", {}, level || "not set (its next use asks)")),
+      instructionsSection(connection, { admin, template: templates.get(connection.app) || null, onSaved: load, say }),
       admin && !connection.readOnly
         ? h(
             "div",
@@ -140,7 +142,8 @@ export function connectionsPage(main, ctx) {
 
   async function load() {
     try {
-      const [connections, permissions] = await Promise.all([everyConnection(), get("/permissions")]);
+      const [connections, permissions, apps] = await Promise.all([everyConnection(), get("/permissions"), get("/catalog").catch(() => [])]);
+      const templates = new Map(apps.filter((a) => a.agentInstructions).map((a) => [a.slug, a.agentInstructions]));
       const tools = await Promise.all(connections.map((c) => get(`/connections/${encodeURIComponent(c.id)}/tools`).catch(() => [])));
       if (!alive) return;
       const levels = new Map((permissions.saved || []).map((s) => [s.connectionId, s.level]));
@@ -148,7 +151,7 @@ export function connectionsPage(main, ctx) {
         replace(listBox, h("p", {}, admin ? "No connections yet. Add one from the catalog below." : "No connection is set up for your agents yet."));
         return;
       }
-      replace(listBox, h("ul", { class: "connection-list" }, connections.map((c, i) => card(c, tools[i], levels))));
+      replace(listBox, h("ul", { class: "connection-list" }, connections.map((c, i) => card(c, tools[i], levels, templates))));
       // A sign-in under way finishes in another tab: look again until it has.
       clearTimeout(waiting);
       if (connections.some((c) => c.status.signIn === "waiting")) waiting = setTimeout(() => alive && load(), 2000);
