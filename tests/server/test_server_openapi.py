@@ -57,8 +57,6 @@ ROUTES = {
     ("/api/connections/{id}/instructions/reset", "post"),
     ("/api/histories/{id}/instructions", "get"),
     ("/api/agents/{name}/instructions", "get"),
-    ("/api/connections/{id}/authorize", "post"),
-    ("/api/oauth/callback", "get"),
 }
 
 
