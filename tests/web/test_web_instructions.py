@@ -20,7 +20,7 @@ def test_an_admin_edits_the_agent_instructions_and_others_read_them(
     app: App, second_tab: App, demo_server: DemoServer
 ) -> None:
     with demo_server.api("admin") as api:
-        response = api.post("/connections", json={"app": "notes", "name": "Guide"})
+        response = api.post("/connections", json={"app": "notes", "name": "Guide"}, timeout=60)
         assert response.status_code == 201, response.text
         connection_id = response.json()["data"]["id"]
     try:
