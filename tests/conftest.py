@@ -17,9 +17,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from _pg import postgres_cluster  # noqa: F401 (a fixture: the session's throwaway PostgreSQL)
 from handrail.store import Store
+
+# Hypothesis checks what a property does, never how fast: on a busy 2-core machine one example
+# may take several times its usual time, and a deadline would fail a correct property.
+settings.register_profile("handrail", deadline=None)
+settings.load_profile("handrail")
 
 CONFORMANCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "terreno"
 
