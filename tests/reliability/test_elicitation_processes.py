@@ -1,0 +1,188 @@
+"""An MCP elicitation paused in one ``handrail serve`` process and answered in another, on one
+PostgreSQL database, after the first process stopped. On a 2026-07-28 server the call's
+``requestState`` is stored with the pending ask, and the second process (its own MCP server
+child, sharing the server's state key) sends the retry with the answer and the state,
+byte-exact. A legacy server's call was parked in the process that stopped: the answer cancels
+the ask (``server_restarted``) and the model reads to call the tool again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from racing import Server, _ready, _stop
+from server_helpers import TOKENS
+
+from _pg import PostgresCluster
+from demo_server import free_port
+from handrail.connections import new_secret_key
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_SERVER = ROOT / "tests" / "connections" / "mcp_test_server.py"
+AGENTS = textwrap.dedent(
+    '''
+    """The elicitation test's agent: no tools of its own, the saved connection's only."""
+
+    from handrail.runtime.agent import Agent
+
+    agents = [Agent("helper", instructions="You help people.")]
+    '''
+)
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "title": "City"}, "nights": {"type": "integer"}},
+    "required": ["city"],
+}
+
+
+def _start(config: Path, folder: Path, name: str, key: str) -> Server:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDRAIL_")}
+    env.update(ALICE_TOKEN=TOKENS["alice"], ROOT_TOKEN=TOKENS["root"], HANDRAIL_SECRET_KEY=key)
+    env["PYTHONPATH"] = os.pathsep.join([str(folder), *sys.path])
+    log = folder / f"{name}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "handrail.cli", "serve", "--config", str(config)),
+                *("--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"),
+            ],
+            cwd=folder,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return Server(base=f"http://127.0.0.1:{port}", process=process, log=log)
+
+
+def _headers(user: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[user]}"}
+
+
+async def _connected_in(client: httpx.AsyncClient, server: Server, connection_id: str) -> None:
+    """Wait until `server` runs the saved connection (it reads saved connections every 2 s)."""
+    for _ in range(300):
+        response = await client.get(
+            f"{server.base}/api/connections/{connection_id}", headers=_headers("root")
+        )
+        if response.status_code == 200 and response.json()["data"]["status"]["state"] == (
+            "connected"
+        ):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"the connection never connected in {server.base}")
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "legacy"])
+async def test_an_elicitation_paused_in_one_process_is_answered_in_another(
+    postgres_cluster: PostgresCluster, tmp_path: Path, protocol: str
+) -> None:
+    (tmp_path / "handrail_elicit_agents.py").write_text(AGENTS, encoding="utf-8")
+    config = tmp_path / "handrail.yaml"
+    config.write_text(
+        f"database_url: {postgres_cluster.new_database_url()!r}\n"
+        f"blob_dir: {str(tmp_path / 'blobs')!r}\n"
+        "users:\n"
+        "  - {id: alice, token_env: ALICE_TOKEN}\n"
+        "  - {id: root, token_env: ROOT_TOKEN, admin: true}\n"
+        'agents:\n  - import: "handrail_elicit_agents:agents"\n',
+        encoding="utf-8",
+    )
+    key = new_secret_key()
+    one = _start(config, tmp_path, "one", key)
+    await _ready(one)
+    two: Server | None = None
+    try:
+        async with httpx.AsyncClient(timeout=60) as client:
+            body = {
+                "app": "custom",
+                "name": "Test",
+                "kind": "mcp-stdio",
+                "mcp": {
+                    "command": sys.executable,
+                    "args": [str(TEST_SERVER)],
+                    "env": {"TEST_STATE_KEY": "s" * 48},
+                },
+                "protocol": protocol,
+                "trusted": True,
+            }
+            created = await client.post(
+                f"{one.base}/api/connections", json=body, headers=_headers("root")
+            )
+            assert created.status_code == 201, created.text
+            connection_id = created.json()["data"]["id"]
+            level = await client.put(
+                f"{one.base}/api/permissions/{connection_id}",
+                json={"level": "read-only"},
+                headers=_headers("alice"),
+            )
+            assert level.status_code == 200, level.text
+            history = await client.post(
+                f"{one.base}/api/histories", json={}, headers=_headers("alice")
+            )
+            history_id = history.json()["data"]["id"]
+            arguments = {"message": "Where to?", "schema": json.dumps(SCHEMA)}
+            paused = await client.post(
+                f"{one.base}/api/histories/{history_id}/turn",
+                json={"prompt": f"call test_elicit {json.dumps(arguments)}"},
+                headers=_headers("alice"),
+            )
+            assert paused.status_code == 200, paused.text
+            pending: dict[str, Any] = paused.json()["data"]["pendingAsk"]
+            assert pending["kind"] == "form"
+            # The first process stops: whatever it held in memory is gone.
+            _stop(one)
+            two = _start(config, tmp_path, "two", key)
+            await _ready(two)
+            await _connected_in(client, two, connection_id)
+            view = await client.get(
+                f"{two.base}/api/histories/{history_id}", headers=_headers("alice")
+            )
+            stored = view.json()["data"]["pendingAsk"]
+            assert stored["origin"] == "elicitation"
+            assert stored["elicitation"] == {"mode": "form", "server": "Test"}
+            assert "mcp" not in stored  # the call's state never leaves the server
+            answer = {
+                "toolCallId": pending["toolCallId"],
+                "action": "accept",
+                "content": {"values": {"city": "Porto", "nights": 2}},
+            }
+            done = await client.post(
+                f"{two.base}/api/histories/{history_id}/turn",
+                json={"askResponse": answer},
+                headers=_headers("alice"),
+            )
+            assert done.status_code == 200, done.text
+            result = done.json()["data"]
+            assert "pendingAsk" not in result
+            if protocol == "legacy":
+                assert result["text"].startswith("test_elicit failed: The call of test_elicit")
+                assert result["text"].endswith("Call the tool again to ask once more.")
+                rows = (
+                    await client.get(
+                        f"{two.base}/api/histories/{history_id}", headers=_headers("alice")
+                    )
+                ).json()["data"]["rows"]
+                [answered] = [
+                    r
+                    for r in rows
+                    if r["type"] == "tool-result" and r["toolCallId"] == pending["toolCallId"]
+                ]
+                assert answered["result"] == {"action": "cancel", "reason": "server_restarted"}
+            else:
+                assert result["text"] == (
+                    'test_elicit returned: "accept {\\"city\\": \\"Porto\\", \\"nights\\": 2}"'
+                )
+    finally:
+        if two is not None:
+            _stop(two)
+        if one.process.poll() is None:
+            _stop(one)
