@@ -7,6 +7,7 @@ the scripted model, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import json
 from collections.abc import AsyncIterator
@@ -16,12 +17,21 @@ from typing import Any
 import httpx
 import pytest
 
+from handrail.actions import ActionConfigError, compile_action_set
 from handrail.demo.booking_api import booking_action_set, create_booking_app, serve_booking_api
-from handrail.errors import AlreadyApproved, InvalidAnswer, NotApprover, NotOwner, NotPending
+from handrail.errors import (
+    AlreadyApproved,
+    ConfigError,
+    InvalidAnswer,
+    NotApprover,
+    NotOwner,
+    NotPending,
+)
+from handrail.policy.rules import GateRules
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
-from handrail.runtime.tools import ToolSet
+from handrail.runtime.tools import Tool, ToolSet
 from handrail.runtime.turn import Principal
 from handrail.store import Store
 from handrail.store.audit import AuditFilter
@@ -434,3 +444,83 @@ async def test_an_edited_confirmation_is_prepared_again_and_sent_once(store: Sto
         finally:
             await runtime.aclose()
             await http.aclose()
+
+
+# --- the rules are checked at configuration -------------------------------------------------
+
+SHOP = """\
+id: shop
+name: Shop
+base_url: http://127.0.0.1:9/
+tools:
+  - name: order
+    description: Order an item.
+    request: {method: POST, path: /orders}
+    behavior: {effect: side-effect, confirmation: {required: true}}
+    approvers: [bob, admins]
+    quorum: 2
+    expires_after: 600
+    remind_after: 60
+"""
+
+
+def test_rules_of_actions_tools_and_agents_are_checked() -> None:
+    rules = compile_action_set(SHOP, env={}).tool("order").rules
+    assert rules == GateRules(
+        approvers=("bob", "admins"), quorum=2, expires_after=600, remind_after=60
+    )
+    with pytest.raises(ActionConfigError) as caught:
+        compile_action_set(SHOP.replace("quorum: 2", "quorum: 0"), env={})
+    assert [(p.code, p.path) for p in caught.value.problems] == [
+        ("CONFIG_SCHEMA_INVALID", "tools[0].quorum")
+    ]
+    with pytest.raises(ActionConfigError):
+        compile_action_set(SHOP.replace("remind_after: 60", "remind_after: 900"), env={})
+
+    def wipe() -> str:
+        """Wipe it."""
+        return "ok"
+
+    with pytest.raises(ConfigError, match="quorum 3 is more than the 2 approvers"):
+        Tool.from_function(wipe, approvers=["bob", "carol"], quorum=3)
+    with pytest.raises(ConfigError, match="a quorum needs approvers"):
+        Tool.from_function(wipe, quorum=2)
+    with pytest.raises(ConfigError, match="expires_after is a number of seconds"):
+        Agent("a", expires_after=-1)
+    agent = Agent("a", tools=[Tool.from_function(wipe, remind_after=5)], expires_after=60)
+    assert agent.rules_for("wipe") == GateRules(expires_after=60, remind_after=5)
+    assert agent.rules_for(None) == GateRules(expires_after=60)
+
+
+# --- the audit log never holds a secret, a file's bytes or a data URL ------------------------
+
+
+async def test_the_audit_log_holds_no_file_bytes_or_data_url(store: Store) -> None:
+    notes = Notes(store)
+    secret = "sk-live-CANARY-91c2"
+    try:
+        files = {"prompt": "Send the receipt", "accept": ["text"]}
+        ask = ask_of(await notes.say("ask_files " + compact(files)))
+        data_url = "data:text/plain;base64," + base64.b64encode(secret.encode()).decode()
+        answer = {
+            "action": "accept",
+            "content": {
+                "files": [
+                    {"url": data_url, "filename": "r.txt", "mimeType": "text/plain", "size": 19}
+                ]
+            },
+        }
+        await notes.answer(ALICE, ask, answer)
+        deleting = await notes.delete(secret)
+        await notes.answer(
+            ALICE, deleting, {"action": "cancel", "reason": f"see {data_url} please"}
+        )
+        records = await store.audit.for_history(str(notes.history_id))
+        text = json.dumps([r.to_json() for r in records])
+        assert secret not in text
+        assert base64.b64encode(secret.encode()).decode() not in text
+        assert "data:" not in text
+        reasons = [r.changes.get("reason") for r in records if r.action == "gate.denied"]
+        assert reasons == ["see [data URL] please"]
+    finally:
+        await notes.close()
