@@ -10,6 +10,7 @@ import asyncio
 import base64
 import datetime as dt
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -524,3 +525,53 @@ async def test_the_audit_log_holds_no_file_bytes_or_data_url(store: Store) -> No
         assert reasons == ["see [data URL] please"]
     finally:
         await notes.close()
+
+
+async def test_a_confirmation_with_an_approver_is_sent_once_by_their_confirm(
+    store: Store,
+) -> None:
+    from handrail.demo.booking_api import BOOKING_YAML
+
+    async with serve_booking_api(create_booking_app()) as base_url:
+        text = BOOKING_YAML.read_text(encoding="utf-8")
+        text = re.sub(r"(?m)^base_url:.*$", "base_url: " + json.dumps(base_url), text)
+        text = text.replace(
+            "  - name: book_slot\n", "  - name: book_slot\n    approvers: [bob]\n", 1
+        )
+        agent = Agent("concierge", action_sets=[compile_action_set(text, env={})])
+        runtime = Runtime(store=store, agents=agent, model=ScriptedModel())
+        await store.permissions.set("alice", "booking", "non-consequential")
+        http = httpx.AsyncClient(base_url=base_url)
+
+        async def posts() -> int:
+            stats = (await http.get("/stats")).json()["requests"]
+            return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
+
+        try:
+            args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
+            first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
+            ask = ask_of([e async for e in first.stream()])
+            assert ask["origin"] == "confirmation"
+            assert ask["approvers"] == ["bob"]
+            response = {"toolCallId": ask["toolCallId"], **APPROVE}
+            with pytest.raises(NotApprover):
+                await runtime.start_answer(ALICE, first.history_id, response)
+            with pytest.raises(NotOwner):
+                await runtime.start_approval(CAROL, first.history_id, response)
+            assert await posts() == 0
+            turn = await runtime.start_approval(BOB, first.history_id, response, via="card")
+            events = [e async for e in turn.stream()]
+            assert await posts() == 1
+            result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+            assert result["status"] == "completed"
+            records = await store.audit.for_history(first.history_id)
+            assert [(r.action, r.actor) for r in records] == [
+                ("gate.asked", "agent:concierge"),
+                ("gate.approved", "bob"),
+                ("gate.outcome", "agent:concierge"),
+            ]
+            assert records[0].changes["previewDigest"]
+            assert records[2].changes["status"] == "succeeded"
+        finally:
+            await runtime.aclose()
+            await http.aclose()
