@@ -164,6 +164,16 @@ async def test_a_registered_gate_is_asked_and_answered_end_to_end(
     history = await store.histories.get(turn.history_id)
     assert history is not None
     assert history.pending_ask is None
+    # A gate registered from outside is audited like every built-in one, with no special case.
+    audit = await store.audit.for_history(turn.history_id)
+    assert [(r.action, r.actor, r.tool) for r in audit] == [
+        ("gate.asked", "agent:publisher", "publish"),
+        ("gate.approved", "alice", "publish"),
+        ("gate.outcome", "agent:publisher", "publish"),
+    ]
+    assert audit[0].changes["origin"] == "review"
+    assert audit[1].changes["via"] == "headless"
+    assert audit[2].changes["status"] == "succeeded"
     await runtime.aclose()
 
 
