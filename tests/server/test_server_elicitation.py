@@ -9,6 +9,7 @@ its kind, goes back to the server as its `ElicitResult`, and the call goes on.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sys
@@ -50,9 +51,14 @@ async def eapi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
 
 
 async def connect(
-    api: Api, protocol: str, name: str = "Test", env: dict[str, str] | None = None
+    api: Api,
+    protocol: str,
+    name: str = "Test",
+    env: dict[str, str] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     body = {
+        **extra,
         "app": "custom",
         "name": name,
         "kind": "mcp-stdio",
@@ -133,6 +139,21 @@ async def test_a_form_round_trip_maps_ids_and_values_back(eapi: Api, protocol: s
     assert done.status == 200, done.problem
     assert results(done) == ['accept {"Full Name": "Ada", "age": 36}']
     assert (await eapi.history(asked.history_id))["pendingAsk"] is None
+
+
+@pytest.mark.parametrize("protocol", MODES)
+async def test_the_calls_timeout_stops_while_the_person_answers(eapi: Api, protocol: str) -> None:
+    await connect(eapi, protocol, timeout=1)
+    asked = await eapi.say(elicit(NAME_AND_AGE))
+    await asyncio.sleep(2.5)  # longer than the call may take, all of it spent waiting on a person
+    done = await eapi.answer(
+        asked.history_id, asked.ask["toolCallId"], accept({"full_name": "Ada"})
+    )
+    assert results(done) == ['accept {"Full Name": "Ada"}']
+    # The clock still runs while the server works.
+    slow = await eapi.say(call("test_slow", {"seconds": 3}), history_id=asked.history_id)
+    [timed_out] = results(slow)
+    assert "did not answer within 1 seconds" in timed_out
 
 
 @pytest.mark.parametrize("protocol", MODES)

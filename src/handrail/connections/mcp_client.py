@@ -46,7 +46,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._util import new_id, storable
+from .._util import new_id, storable, storable_text
 from ..errors import HandrailError
 from .catalog import McpLaunch
 from .elicitation import ElicitationRequest
@@ -220,6 +220,8 @@ class _Parked:
 
     id: str
     tool: str
+    #: The call's timeout, and what is left of it.
+    limit: float
     remaining: float
     task: asyncio.Task[Any] | None = None
     asked: asyncio.Queue[tuple[types.ElicitRequestParams, asyncio.Future[Any]]] = field(
@@ -515,7 +517,7 @@ class McpLink:
         limit = self.call_timeout if timeout is None else timeout
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await self._rounds(client, tool, dict(arguments), limit, {"round": 0})
-        parked = _Parked(id=new_id(), tool=tool, remaining=limit)
+        parked = _Parked(id=new_id(), tool=tool, limit=limit, remaining=limit)
         parked.task = asyncio.create_task(
             client.call_tool(tool, dict(arguments), read_timeout_seconds=PARK_MAX + limit),
             name=f"handrail-mcp-call-{tool}",
@@ -648,11 +650,11 @@ class McpLink:
         self._forget(parked)
         if parked.task not in done:
             parked.task.cancel()
-            raise self._timed_out(parked.tool, parked.remaining + _elapsed(started))
+            raise self._timed_out(parked.tool, parked.limit)
         try:
             result = parked.task.result()
         except Exception as exc:
-            raise self._failed(parked.tool, exc, parked.remaining) from None
+            raise self._failed(parked.tool, exc, parked.limit) from None
         return outcome_of(result)
 
     async def _rounds(
@@ -712,6 +714,13 @@ class McpLink:
                         f"{tool}; handrail does not lend the model to servers. Tell the user.",
                         code="TOOL_SERVER_ERROR",
                     )
+            if result.request_state is not None and storable_text(result.request_state)[1]:
+                raise McpCallFailed(
+                    f"The server {self.name} sent a call state handrail cannot keep (it holds "
+                    f"NUL or broken characters), so the call of {tool} was stopped. Tell the "
+                    "user; the server's developers can fix it.",
+                    code="TOOL_SERVER_ERROR",
+                )
             if not requests and not responses_now:
                 await asyncio.sleep(_STATE_ONLY_WAIT * min(rounds, 5))
             state = {
@@ -835,10 +844,6 @@ class McpLink:
 class _StateRejected(Exception):
     """The server refused the ``requestState`` it was sent back (expired, or sealed by
     another process)."""
-
-
-def _elapsed(started: float) -> float:
-    return time.monotonic() - started
 
 
 def _drop_result(task: asyncio.Task[Any]) -> None:
