@@ -492,3 +492,124 @@ async def test_a_changed_managed_argument_makes_an_approval_stale(iapi: Api) -> 
     )
     approved = await iapi.answer(again.history_id, again.ask["toolCallId"], APPROVE)
     assert tool_results(approved) == ["saved 'release notes' in ws-other"]
+
+
+TASKS_ACTIONS = """
+id: tasks
+name: Tasks
+base_url: {base_url}
+trusted: true
+tools:
+  - name: add_task
+    title: Add a task
+    description: Add a task to a workspace.
+    input:
+      type: object
+      properties:
+        workspace_id: {{type: string}}
+        title: {{type: string}}
+      required: [workspace_id, title]
+    request:
+      method: POST
+      path: /tasks
+      body: {{workspace: $.input.workspace_id, title: $.input.title}}
+    behavior:
+      effect: side-effect
+      confirmation:
+        required: true
+        preview: {{workspace: $.input.workspace_id, title: $.input.title}}
+"""
+TASKS_APP = """
+slug: tasks
+name: Tasks
+description: A task list.
+kind: actions
+actions: tasks.yaml
+config:
+  - {key: baseUrl, label: Base URL, type: url, public: true}
+  - {key: workspace, label: Workspace, type: string, public: true}
+managedArguments:
+  - {argument: workspace_id, config: workspace}
+"""
+
+
+@pytest.fixture
+def tasks_api() -> Any:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = b'{"ok": true}'
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_changed_managed_argument_makes_a_prepared_confirmation_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tasks_api: Any
+) -> None:
+    base_url, received = tasks_api
+    monkeypatch.setenv("HANDRAIL_SECRET_KEY", new_secret_key())
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    actions = tmp_path / "actions"
+    actions.mkdir()
+    (actions / "tasks.yaml").write_text(TASKS_ACTIONS.format(base_url=base_url), encoding="utf-8")
+    (apps / "tasks.yaml").write_text(
+        TASKS_APP.replace("actions: tasks.yaml", f"actions: {actions / 'tasks.yaml'}"),
+        encoding="utf-8",
+    )
+    model = RecordingModel()
+    async with start_api(
+        sqlite_url(tmp_path), tmp_path, agents=[Agent("helper")], model=model, catalog_dirs=[apps]
+    ) as api:
+        saved = await add(
+            api,
+            {
+                "app": "tasks",
+                "name": "Tasks",
+                "trusted": True,
+                "settings": {"baseUrl": base_url, "workspace": "ws-one"},
+            },
+        )
+        level = {"level": "non-consequential"}
+        assert (
+            await api.request("PUT", f"/permissions/{saved['id']}", user="alice", json=level)
+        ).status_code == 200
+        paused = await api.say(call("tasks_add_task", {"title": "Ship it"}))
+        specs = {spec.name: spec for spec in model.requests[-1].tools}
+        assert "workspace_id" not in specs["tasks_add_task"].input_schema["properties"]
+        ask = paused.ask
+        assert ask["origin"] == "confirmation"
+        assert ask["preview"]["workspace"] == "ws-one"  # the person sees the projected call
+        changed = await patch(api, saved["id"], {"settings": {"workspace": "ws-two"}})
+        assert changed.status_code == 200, changed.text
+        done = await api.answer(paused.history_id, ask["toolCallId"], APPROVE)
+        assert done.status == 200, done.problem
+        [stale] = tool_results(done)
+        assert "CONFIRMATION_STALE" in json.dumps(stale)
+        assert received == []  # nothing was sent
+        again = await api.say(
+            call("tasks_add_task", {"title": "Ship it"}), history_id=paused.history_id
+        )
+        assert again.ask["preview"]["workspace"] == "ws-two"
+        sent = await api.answer(again.history_id, again.ask["toolCallId"], APPROVE)
+        assert sent.status == 200, sent.problem
+        assert received == [{"workspace": "ws-two", "title": "Ship it"}]

@@ -447,6 +447,7 @@ class ConnectionHub:
         live.actions = {}
         live.clashes = []
         listing: list[dict[str, Any]] = []
+        managed = self._managed_values(record)
         for action in action_set.tools.values():
             name = model_name(record.prefix, action.name)
             hints = _EFFECT_HINTS[action.effect]
@@ -466,16 +467,18 @@ class ConnectionHub:
                 )
                 continue
             override = record.overrides.get(action.name)
+            schema, filled = _without_managed(action.input_schema, managed)
             tools.append(
                 ConnectionTool(
                     name=name,
                     title=action.title,
                     description=action.description,
-                    input_schema=dict(action.input_schema),
+                    input_schema=schema,
                     function=_run_by_the_runtime,
                     hints=hints,
                     server_name=action.name,
                     fixed_class=cast(SafetyClass, override) if override else None,
+                    managed=filled,
                 )
             )
             live.actions[name] = (action_set, action)

@@ -573,7 +573,10 @@ class ConfirmationGate(Gate):
             await runner.actions.cancel(pending, "edited")
             again = ToolCall(id=call.id, name=call.name, arguments=edited)
             step = await runner.actions.call(
-                binding, again, history_id=run.history.id, user_id=run.principal.user_id
+                binding,
+                runner.projected(run, again),
+                history_id=run.history.id,
+                user_id=run.principal.user_id,
             )
             if step.gate is not None:
                 step = replace(step, gate=step.gate.replace(edited_arguments=edited))
@@ -585,8 +588,13 @@ class ConfirmationGate(Gate):
             await runner.deny(run, call, "stopped")
             return
         await runner.progress(run, "tool", toolName=call.name, toolCallId=call.id)
+        # Bound to the arguments as they run now: a changed managed argument makes it stale.
         step = await runner.actions.confirm(
-            binding, call, pending, history_id=run.history.id, user_id=run.principal.user_id
+            binding,
+            runner.projected(run, call),
+            pending,
+            history_id=run.history.id,
+            user_id=run.principal.user_id,
         )
         if pending.edited_arguments is not None and step.gate is None:
             step = replace(

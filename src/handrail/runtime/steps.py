@@ -317,7 +317,7 @@ class StepRunner:
         await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
         step = await self.actions.call(
             binding,
-            call,
+            self.projected(run, call),
             history_id=run.history.id,
             user_id=run.principal.user_id,
             choices=choices,
@@ -325,6 +325,17 @@ class StepRunner:
         if edited is not None and step.gate is not None:
             step = dataclasses.replace(step, gate=step.gate.replace(edited_arguments=edited))
         await self.action_step(run, call, step)
+
+    def projected(self, run: TurnRun, call: ToolCall) -> ToolCall:
+        """The call with the arguments its tool runs with (managed arguments after the
+        caller's): what an HTTP action is prepared, bound and confirmed with."""
+        tool = run.agent.tools.get(call.name)
+        if tool is None:
+            return call
+        arguments = tool.project(call.arguments)
+        if arguments == call.arguments:
+            return call
+        return ToolCall(id=call.id, name=call.name, arguments=arguments)
 
     async def action_step(self, run: TurnRun, call: ToolCall, step: ActionStep) -> None:
         """What an action call came to: pause on its gate, or give the model its result."""
