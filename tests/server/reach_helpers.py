@@ -8,18 +8,27 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import datetime as dt
 import email
 import email.policy
+import ipaddress
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -106,14 +115,65 @@ class Mailbox:
     messages: list[EmailMessage]
 
 
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, as PEM files in `folder` (the certificate is
+    also the CA the client is told to trust)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "smtp-cert.pem", folder / "smtp-key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
 @contextlib.contextmanager
-def smtp_server() -> Iterator[Mailbox]:
-    """A real SMTP server on a free port of 127.0.0.1 (plain, no TLS)."""
+def smtp_server(
+    *, tls: tuple[Path, Path] | None = None, login: tuple[str, str] | None = None
+) -> Iterator[Mailbox]:
+    """A real SMTP server on a free port of 127.0.0.1: plain, or with `tls` (a certificate and
+    key) requiring STARTTLS; with `login`, it requires that user name and password."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     handler = _Mailbox()
-    controller = Controller(handler, hostname="127.0.0.1", port=port)
+    options: dict[str, Any] = {}
+    if tls is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        options.update(tls_context=context, require_starttls=True)
+    if login is not None:
+
+        def check(_server: Any, _session: Any, _envelope: Any, _mechanism: str, data: Any) -> Any:
+            ok = isinstance(data, LoginPassword) and (data.login, data.password) == (
+                login[0].encode(),
+                login[1].encode(),
+            )
+            return AuthResult(success=ok, handled=False)
+
+        options.update(authenticator=check, auth_required=True)
+    controller = Controller(handler, hostname="127.0.0.1", port=port, **options)
     controller.start()
     try:
         yield Mailbox(port=port, messages=handler.messages)

@@ -6,6 +6,7 @@ a second click, another button's link, an expired link or a forged one each say 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reach_helpers import Event, Mailbox, eventually, smtp_server
+from reach_helpers import Event, Mailbox, eventually, self_signed, smtp_server
 from server_helpers import CONFIRM, TOKENS, Api, command, sqlite_url, start_api
 from sqlalchemy import update
 
@@ -35,10 +36,14 @@ LINK = re.compile(re.escape(PUBLIC) + r"/links/([0-9a-f]{24}\.[A-Za-z0-9_-]+)")
 
 
 @asynccontextmanager
-async def emailing(tmp_path: Path, **extra: Any) -> AsyncIterator[tuple[Api, Mailbox]]:
-    with smtp_server() as mailbox:
+async def emailing(
+    tmp_path: Path, *, smtp: dict[str, Any] | None = None, **extra: Any
+) -> AsyncIterator[tuple[Api, Mailbox]]:
+    server = dict(smtp or {})
+    client = server.pop("client", {"tls": "none"})
+    with smtp_server(**server) as mailbox:
         email = EmailConfig(
-            host="127.0.0.1", port=mailbox.port, tls="none", sender="handrail@example.com"
+            host="127.0.0.1", port=mailbox.port, sender="handrail@example.com", **client
         )
         settings: dict[str, Any] = {
             "users": EMAIL_USERS,
@@ -268,3 +273,34 @@ async def test_a_reminder_sends_the_card_again(tmp_path: Path) -> None:
         assert {d["channel"] for d in deliveries} == {"email"}
         assert history_id
         assert pending["toolCallId"]
+
+
+async def test_starttls_and_a_login(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    client = {"tls": "starttls", "ca_file": str(cert), "username": "bot", "password": "pw-1"}
+    smtp = {"tls": (cert, key), "login": ("bot", "pw-1"), "client": client}
+    async with emailing(tmp_path, smtp=smtp) as (api, mailbox):
+        await ask(api)
+        message = await mailed(mailbox)
+        assert message["To"] == "alice@example.com"
+        [delivery] = (await api.get("/deliveries")).json()["data"]
+        assert delivery["status"] == "delivered"
+
+
+async def test_a_wrong_password_is_retried_then_fails_and_says_so(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    client = {"tls": "starttls", "ca_file": str(cert), "username": "bot", "password": "nope"}
+    client.update(attempts=2, backoff=0.05)
+    smtp = {"tls": (cert, key), "login": ("bot", "pw-1"), "client": client}
+    async with emailing(tmp_path, smtp=smtp) as (api, mailbox):
+        await ask(api)
+
+        async def failed() -> dict[str, Any] | None:
+            found = (await api.get("/deliveries")).json()["data"]
+            return found[0] if found and found[0]["status"] == "failed" else None
+
+        delivery = await eventually(failed)
+        assert delivery["attempts"] == 2
+        assert delivery["lastError"].startswith("The SMTP server refused")
+        assert "nope" not in json.dumps(delivery)
+        assert mailbox.messages == []

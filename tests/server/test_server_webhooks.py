@@ -249,3 +249,32 @@ async def test_the_runtimes_ask_events_are_posted(database_url: str, tmp_path: P
     assert by_type["ask.answered"]["toolCallId"] == tool_call_id
     assert by_type["ask.answered"]["action"] == "accept"
     assert {r.headers["webhook-id"] for r in receiver.received} == {d["eventId"] for d in found}
+
+
+async def test_two_processes_on_postgresql_post_each_event_once(
+    postgres_cluster: Any, tmp_path: Path
+) -> None:
+    # Both processes hear every event (LISTEN/NOTIFY) and both queue it: the outbox keeps one.
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)
+    with receiving() as receiver:
+        webhooks = [hook(receiver.url)]
+        async with (
+            start_api(url, tmp_path / "a", webhooks=webhooks) as first,
+            start_api(url, tmp_path / "b", webhooks=webhooks) as second,
+        ):
+            async with second.store.events.subscribe("alice") as heard:
+                stream = await first.say(command("ask_confirm", {"prompt": "Ship it?"}))
+                assert stream.status == 200
+                [delivery] = await settled(second)
+                assert delivery["type"] == "ask.created"
+                # The second process heard the event too (so its reach queued it as well).
+                kinds = []
+                while (event := await heard.get(timeout=5)) is not None:
+                    kinds.append((event.kind, event.id))
+                    if event.id == delivery["eventId"]:
+                        break
+                assert ("ask.created", delivery["eventId"]) in kinds
+            for _ in range(20):  # the other process had every chance to post it again
+                await first.app.state.reach.run_due()
+                await second.app.state.reach.run_due()
+    assert [r.headers["webhook-id"] for r in receiver.received] == [delivery["eventId"]]

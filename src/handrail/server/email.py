@@ -197,7 +197,7 @@ async def send_email(config: EmailConfig, message: EmailMessage) -> None:
 
 
 def _send(config: EmailConfig, message: EmailMessage) -> None:
-    context = ssl.create_default_context()
+    context = ssl.create_default_context(cafile=config.ca_file)
     smtp: smtplib.SMTP
     if config.tls == "tls":
         smtp = smtplib.SMTP_SSL(config.host, config.port, timeout=SMTP_TIMEOUT, context=context)

@@ -15,6 +15,7 @@
       tls: starttls                             # HANDRAIL_SMTP_TLS: starttls, tls or none
       from: handrail@example.com                # HANDRAIL_SMTP_FROM
       link_ttl: 86400                           # seconds an answer link works at most
+      ca_file: /etc/ssl/private-ca.pem          # HANDRAIL_SMTP_CA_FILE: CAs to trust instead
 
 The SMTP user name and password come only from the environment (``HANDRAIL_SMTP_USERNAME``,
 ``HANDRAIL_SMTP_PASSWORD``), as does the key that signs answer links (``HANDRAIL_LINK_KEY``,
@@ -29,6 +30,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -65,6 +67,7 @@ REACH_ENV_VARS: Final[Mapping[str, str]] = {
     "username": "HANDRAIL_SMTP_USERNAME",
     "password": "HANDRAIL_SMTP_PASSWORD",
     "link_key": "HANDRAIL_LINK_KEY",
+    "ca_file": "HANDRAIL_SMTP_CA_FILE",
 }
 
 WEBHOOK_KEYS: Final = (
@@ -77,7 +80,7 @@ WEBHOOK_KEYS: Final = (
     "attempts",
     "backoff",
 )
-EMAIL_KEYS: Final = ("host", "port", "tls", "from", "link_ttl")
+EMAIL_KEYS: Final = ("host", "port", "tls", "from", "link_ttl", "ca_file")
 TLS_MODES: Final = ("starttls", "tls", "none")
 DEFAULT_ATTEMPTS: Final = 6
 DEFAULT_BACKOFF: Final = 5.0
@@ -123,6 +126,9 @@ class EmailConfig:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     link_ttl: float = DEFAULT_LINK_TTL
+    #: A PEM file of the authorities to trust for the SMTP server's certificate instead of
+    #: the system's (a private mail server's own CA).
+    ca_file: str | None = None
     attempts: int = DEFAULT_ATTEMPTS
     backoff: float = DEFAULT_BACKOFF
 
@@ -250,6 +256,11 @@ def email_config(value: Any, env: Mapping[str, str]) -> EmailConfig | None:
     if (username is None) != (password is None):
         raise ConfigError("HANDRAIL_SMTP_USERNAME and HANDRAIL_SMTP_PASSWORD: set both, or neither")
     ttl = _seconds(data.get("link_ttl", DEFAULT_LINK_TTL), "email.link_ttl")
+    ca_file, ca_where = setting("ca_file")
+    if ca_file is not None:
+        if not isinstance(ca_file, str) or not os.path.isfile(ca_file.strip()):
+            raise ConfigError(f"{ca_where}: no file at {ca_file!r}; name a PEM file of CAs")
+        ca_file = ca_file.strip()
     mode: TlsMode = "tls" if tls == "tls" else "none" if tls == "none" else "starttls"
     return EmailConfig(
         host=host.strip(),
@@ -259,6 +270,7 @@ def email_config(value: Any, env: Mapping[str, str]) -> EmailConfig | None:
         username=username,
         password=password,
         link_ttl=ttl,
+        ca_file=ca_file,
     )
 
 
