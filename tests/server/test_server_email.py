@@ -283,8 +283,12 @@ async def test_starttls_and_a_login(tmp_path: Path) -> None:
         await ask(api)
         message = await mailed(mailbox)
         assert message["To"] == "alice@example.com"
-        [delivery] = (await api.get("/deliveries")).json()["data"]
-        assert delivery["status"] == "delivered"
+
+        async def delivered() -> bool:
+            found = (await api.get("/deliveries")).json()["data"]
+            return [d["status"] for d in found] == ["delivered"]
+
+        await eventually(delivered)
 
 
 async def test_a_wrong_password_is_retried_then_fails_and_says_so(tmp_path: Path) -> None:
