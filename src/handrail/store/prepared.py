@@ -2,11 +2,13 @@
 
 A `Prepared` statement is a SQLAlchemy Core statement whose parameters are all bound by name.
 It is compiled once per dialect, with SQLAlchemy's own bind and result processors (so a value is
-stored and read back exactly as `Connection.execute` would). Where the driver runs in the calling
-thread (``sqlite3``, on the store's worker thread), it then runs straight on the driver's cursor,
-inside the transaction SQLAlchemy began: SQLAlchemy's per-execution work (cache key, execution
-context, events, result objects) costs several times what SQLite itself takes for these short
-statements. Elsewhere (asyncpg) it goes through `Connection.execute`.
+stored and read back exactly as `Connection.execute` would). It then runs straight on a DBAPI
+cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own (on the store's worker thread),
+or on PostgreSQL the cursor of SQLAlchemy's asyncpg adapter (which begins the transaction on its
+first statement and keeps asyncpg's prepared statements, as `Connection.execute` does; its
+errors are raised as SQLAlchemy's). SQLAlchemy's per-execution work (cache key, execution
+context, events, result objects) costs several times what the database itself takes for these
+short statements. Other drivers go through `Connection.execute`.
 
 Rows come back as plain dicts (column name to value) on both paths. SQLAlchemy's statement
 events do not see the direct path, so an engine made with ``echo=True`` (`Database(echo=True)`)
@@ -22,10 +24,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 
@@ -72,6 +75,9 @@ class _Plan:
 
 _PLANS = "_handrail_prepared_plans"
 
+#: The drivers (and their parameter styles) whose cursors the statements run on directly.
+_DIRECT: Final = {("pysqlite", "qmark"), ("asyncpg", "numeric_dollar")}
+
 
 def _single(processor: object) -> Processor:
     if processor is None or callable(processor):
@@ -98,7 +104,7 @@ class Prepared:
 
     def _plan(self, dialect: Dialect) -> _Plan | None:
         """The compiled plan, or None when the driver is not one this module runs directly."""
-        if dialect.driver != "pysqlite" or dialect.paramstyle != "qmark":
+        if (dialect.driver, dialect.paramstyle) not in _DIRECT:
             return None
         # The plans live on the dialect, so they go when its engine does (a compiled statement
         # refers to its dialect, so a cache keyed by dialect elsewhere would keep it alive).
@@ -123,10 +129,19 @@ class Prepared:
             plans[self] = plan  # a race only compiles twice
         return plan
 
-    def _cursor(self, connection: Connection) -> sqlite3.Cursor:
-        driver = connection.connection.driver_connection
-        assert isinstance(driver, sqlite3.Connection)
-        return driver.cursor()
+    def _cursor(self, connection: Connection) -> Any:
+        """A DBAPI cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own, or
+        SQLAlchemy's asyncpg adapter's (which starts the transaction on its first statement,
+        as `Connection.execute` would, and keeps asyncpg's prepared statements)."""
+        if connection.dialect.driver == "pysqlite":
+            driver = connection.connection.driver_connection
+            assert isinstance(driver, sqlite3.Connection)
+            return driver.cursor()
+        cursor: Any = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        cursor._invalidate_schema_cache_asof = getattr(
+            connection.dialect, "_invalidate_schema_cache_asof", 0
+        )
+        return cursor
 
     def all(self, connection: Connection, params: Params) -> list[dict[str, Any]]:
         """Every row the statement gives."""
@@ -137,6 +152,11 @@ class Prepared:
         try:
             cursor.execute(plan.sql, plan.positional(params))
             return plan.rows(cursor)
+        except Exception as exc:
+            wrapped = _wrapped(connection, plan, exc)
+            if wrapped is None:
+                raise
+            raise wrapped from exc
         finally:
             cursor.close()
 
@@ -159,6 +179,28 @@ class Prepared:
                 cursor.execute(plan.sql, plan.positional(params))
             else:
                 cursor.executemany(plan.sql, [plan.positional(p) for p in params])
-            return cursor.rowcount
+            return int(cursor.rowcount)
+        except Exception as exc:
+            wrapped = _wrapped(connection, plan, exc)
+            if wrapped is None:
+                raise
+            raise wrapped from exc
         finally:
             cursor.close()
+
+
+def _wrapped(connection: Connection, plan: _Plan, error: Exception) -> BaseException | None:
+    """The asyncpg adapter's error as `Connection.execute` raises it: SQLAlchemy's exception of
+    the same kind (`IntegrityError`, `OperationalError`, ...), its parameters hidden. None for
+    any other error (``sqlite3``'s errors stay as they are)."""
+    dbapi = connection.dialect.loaded_dbapi
+    if connection.dialect.driver == "pysqlite" or not isinstance(error, dbapi.Error):
+        return None
+    return DBAPIError.instance(
+        plan.sql,
+        None,
+        error,
+        dbapi.Error,
+        hide_parameters=True,
+        dialect=connection.dialect,
+    )
