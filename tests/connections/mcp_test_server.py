@@ -14,7 +14,8 @@ must never reach a prompt.
 Elicitation, in the protocol the client speaks (an ``input_required`` result on 2026-07-28, an
 ``elicitation/create`` inside the open call on a legacy session): ``elicit`` asks with the
 message and the JSON schema it is given and answers with what came back; ``elicit_two`` asks
-two questions (in one round, or one after the other); ``open_page`` asks to open a URL.
+two questions (in one round, or one after the other); ``open_page`` asks to open a URL;
+``never_done`` answers every round with another round (2026-07-28).
 ``TEST_STATE_KEY`` (32+ characters) seals the request state under a shared key, so another
 process of this server accepts it; without it the key is this process's own.
 """
@@ -188,6 +189,13 @@ async def open_page(url: str, ctx: Context) -> str | types.InputRequiredResult:
         request = types.ElicitRequest(params=types.ElicitRequestURLParams(message=message, url=url))
         return types.InputRequiredResult(input_requests={"u": request}, request_state="asked:page")
     return _said(answers["u"])
+
+
+@server.tool(description="Never done.", annotations=READ_ONLY, structured_output=False)
+async def never_done(ctx: Context) -> str | types.InputRequiredResult:
+    if not _modern(ctx):
+        return "done at once on a legacy session"
+    return types.InputRequiredResult(request_state="again")
 
 
 def main() -> None:

@@ -211,6 +211,15 @@ async def test_two_questions_follow_one_another(eapi: Api, protocol: str) -> Non
     assert results(done) == ['accept {"name": "Bo"} | accept {"color": "blue"}']
 
 
+async def test_rounds_are_bounded(eapi: Api) -> None:
+    await connect(eapi, "2026-07-28")
+    ran = await eapi.say(call("test_never_done"))
+    assert results(ran) == [
+        "The server Test asked for more than 10 rounds of input in one call of never_done, so "
+        "handrail stopped it. Tell the user."
+    ]
+
+
 @pytest.mark.parametrize("protocol", MODES)
 async def test_an_empty_schema_is_a_confirm(eapi: Api, protocol: str) -> None:
     await connect(eapi, protocol)
@@ -339,7 +348,7 @@ async def test_a_legacy_call_whose_process_is_gone_is_cancelled_server_restarted
         resolved = [e["askResolved"] for e in done.events if "askResolved" in e]
         assert resolved == [{"toolCallId": asked.ask["toolCallId"], "action": "cancel"}]
         [error] = results(done)
-        assert "restarted meanwhile" in error
+        assert "reached a server process that does not hold the call" in error
         assert error.endswith("Call the tool again to ask once more.")
         rows = (await second.history(asked.history_id))["rows"]
         answer_rows = [r for r in rows if r.get("toolCallId") == asked.ask["toolCallId"]]

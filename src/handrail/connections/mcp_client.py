@@ -697,8 +697,8 @@ class McpLink:
             rounds = int(state.get("round") or 0) + 1
             if rounds > INPUT_ROUNDS_MAX:
                 raise McpCallFailed(
-                    f"The server {self.name} asked for input more than {INPUT_ROUNDS_MAX} times "
-                    f"in one call of {tool}, so handrail stopped it. Tell the user.",
+                    f"The server {self.name} asked for more than {INPUT_ROUNDS_MAX} rounds of "
+                    f"input in one call of {tool}, so handrail stopped it. Tell the user.",
                     code="TOOL_SERVER_ERROR",
                 )
             requests: dict[str, Any] = {}

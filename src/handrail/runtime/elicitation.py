@@ -63,8 +63,9 @@ def server_restarted_text(tool: str, server: str) -> str:
     """What the model reads when a legacy call's process is gone before the answer came."""
     return (
         f"The call of {tool} waited for the user's answer to a question from {server}, but the "
-        "server process that held the call restarted meanwhile, so the call did not finish and "
-        "the question was cancelled. Call the tool again to ask once more."
+        "answer reached a server process that does not hold the call (the one that made it "
+        "restarted, or another one took the answer), so the call did not finish and the "
+        "question was cancelled. Call the tool again to ask once more."
     )
 
 
