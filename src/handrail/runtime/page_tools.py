@@ -221,7 +221,7 @@ def read_page_tools(
         reason = _refusal(name, item, taken, seen)
         seen.add(name)
         if reason is not None:
-            refused.append(RefusedPageTool(name=name, reason=reason))
+            refused.append(RefusedPageTool(name=cut_text(name, 80), reason=reason))
             continue
         spec: dict[str, Any] = {
             "name": name,
@@ -256,7 +256,10 @@ def stored_page_tools(data: Any, *, timeout: float = DEFAULT_PAGE_TOOL_TIMEOUT) 
 def _refusal(name: str, item: Mapping[str, Any], taken: set[str], seen: set[str]) -> str | None:
     """Why the model cannot take this page tool, or None when it can."""
     if not TOOL_NAME_PATTERN.match(name):
-        return f"The name {name!r} cannot be a tool's name: use 1-64 letters, digits, '_' or '-'."
+        return (
+            f"The name {cut_text(name, 80)!r} cannot be a tool's name: use 1-64 letters, "
+            "digits, '_' or '-'."
+        )
     if name.startswith("ask_") or name == "clarify":
         return f"The name {name!r} belongs to handrail's own ask tools; rename the page's tool."
     if name in seen:
