@@ -163,6 +163,7 @@ async def test_the_title_names_the_tool_in_approval_and_permission_asks(store: S
     assert approval["origin"] == "approval"
     assert approval["toolName"] == "delete_note"
     # What the call does with its arguments, in plain words; never the tool's description.
+    assert approval["input"]["title"] == "Delete a note"
     assert approval["input"]["prompt"] == "Allow Delete a note, title: Old draft?"
     assert "cannot be undone" not in json.dumps(approval)
     assert ran == []

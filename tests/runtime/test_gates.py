@@ -122,7 +122,8 @@ async def test_notes_at_non_consequential(store: Store) -> None:
     assert ask["origin"] == "approval"
     assert ask["toolName"] == "delete_note"
     assert ask["input"] == {
-        "prompt": "Allow delete_note, title: Old draft?",
+        "title": "delete_note",
+    "prompt": "Allow delete_note, title: Old draft?",
         "confirmLabel": "Allow",
         "denyLabel": "Deny",
     }

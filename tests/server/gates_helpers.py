@@ -34,6 +34,7 @@ MODULE = "handrail_test_notes_app"
 NOTES = "local:notes"
 ARCHIVE = "mcp:acme/archive"
 FALLBACK = {
+    "title": "delete_note",
     "prompt": "Allow delete_note, title: Old draft?",
     "confirmLabel": "Allow",
     "denyLabel": "Deny",

@@ -314,8 +314,10 @@ def approval_input(agent: Agent, tool: Tool, arguments: dict[str, Any]) -> dict[
     # Spoken to the person: the tool's title and what this call does with its arguments,
     # never the tool's description (text written for the model).
     phrase = values_phrase(arguments, tool.input_schema)
-    prompt = f"Allow {tool_label(agent, tool)}{phrase}?"
+    label = tool_label(agent, tool)
+    prompt = f"Allow {label}{phrase}?"
     return {
+        "title": cut_text(label, 80),
         "prompt": cut_text(prompt, PROMPT_MAX),
         "confirmLabel": "Allow",
         "denyLabel": "Deny",
