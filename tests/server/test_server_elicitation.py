@@ -221,6 +221,22 @@ async def test_rounds_are_bounded(eapi: Api) -> None:
 
 
 @pytest.mark.parametrize("protocol", MODES)
+async def test_a_second_asking_call_in_the_same_step_is_denied_one_ask_at_a_time(
+    eapi: Api, protocol: str
+) -> None:
+    both = elicit(NAME_AND_AGE, "First?") + "\n" + elicit(NAME_AND_AGE, "Second?")
+    await connect(eapi, protocol)
+    asked = await eapi.say(both)
+    assert asked.ask["input"]["prompt"] == "First?"
+    assert results(asked) == [{"approved": False, "reason": "one_ask_at_a_time"}]
+    done = await eapi.answer(asked.history_id, asked.ask["toolCallId"], accept({"full_name": "A"}))
+    assert results(done) == ['accept {"Full Name": "A"}']
+    # The server heard "cancel" for the second question, and the link serves calls as before.
+    again = await eapi.say(elicit(NAME_AND_AGE), history_id=asked.history_id)
+    assert again.ask["input"]["prompt"] == "A few details, please."
+
+
+@pytest.mark.parametrize("protocol", MODES)
 async def test_an_empty_schema_is_a_confirm(eapi: Api, protocol: str) -> None:
     await connect(eapi, protocol)
     asked = await eapi.say(elicit({"type": "object", "properties": {}}, "Go ahead?"))
