@@ -171,5 +171,11 @@ def test_jwt_settings_from_the_file_and_the_environment(
             },
             env={},
         )
+    with pytest.raises(ConfigError, match="is not a file"):
+        ServerConfig.from_mapping(
+            {**base, "jwt": {"issuer": ISSUER, "audience": AUDIENCE, "keys": "missing.json"}},
+            env={},
+            base_dir=tmp_path,
+        )
     with pytest.raises(ConfigError, match=r"allowed_origins\[0\]"):
         ServerConfig.from_mapping({**base, "allowed_origins": ["app.example.com"]}, env={})

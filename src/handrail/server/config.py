@@ -547,6 +547,10 @@ def _jwt(data: Any, environ: Mapping[str, str], base_dir: Path | None) -> JwtCon
     if not keys.is_absolute() and base_dir is not None:
         keys = base_dir / keys
     values["keys"] = keys
+    if not keys.is_file():
+        raise ConfigError(
+            f"jwt.keys: {keys} is not a file; give the path of a JWKS JSON file or a PEM public key"
+        )
     return JwtConfig(**values)
 
 
