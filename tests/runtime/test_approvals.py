@@ -575,3 +575,23 @@ async def test_a_confirmation_with_an_approver_is_sent_once_by_their_confirm(
         finally:
             await runtime.aclose()
             await http.aclose()
+
+
+async def test_the_owner_hears_each_approval_on_the_event_bus(store: Store) -> None:
+    notes = Notes(store, approvers=["bob", "carol"], quorum=2)
+    try:
+        ask = await notes.delete()
+        async with store.events.subscribe("alice") as events:
+            await notes.answer(BOB, ask, APPROVE)
+
+            async def first() -> Any:
+                async for event in events:
+                    return event
+                return None
+
+            event = await asyncio.wait_for(first(), 10)
+        assert event.kind == "ask.created"
+        assert event.history_id == notes.history_id
+        assert [a["userId"] for a in event.data["ask"]["approvedBy"]] == ["bob"]
+    finally:
+        await notes.close()

@@ -290,6 +290,9 @@ async def test_model_failure_before_output_undoes_the_answer(store: Store) -> No
     stored = await rows(store, history_id)
     assert [r["type"] for r in stored] == ["user", "tool-call"]
     assert stored[1]["ask"]["status"] == "pending"
+    # The audit log says the ask was answered, then opened again.
+    audit = [r.action for r in await store.audit.for_history(history_id)]
+    assert audit == ["gate.asked", "gate.answered", "gate.reopened"]
     # The same answer then succeeds.
     events = await run(runtime.start_answer(ALICE, history_id, answer))
     assert events[-1] == {"done": True, "historyId": history_id, "title": events[-1]["title"]}

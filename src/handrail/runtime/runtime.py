@@ -574,6 +574,8 @@ class Runtime:
         await compare_and_set(
             self.store, history.id, lambda _now: change, current=history, attempts=1
         )
+        # The owner's open pages show who approved so far.
+        await self.publish(user_ask_created(history.owner_id, history.id, updated))
         turn = Turn(history.id)
         turn.pending_summary = updated.public("turn")
         await turn.emit(ask_event(updated, history.id))
@@ -981,11 +983,21 @@ class Runtime:
         """Put the answered ask back, when nothing but ``{askResolved}`` reached the client
         and the conversation has not changed since the answer."""
         tool_call_id = pending.tool_call_id
+        reopened = audit_record(
+            actor="handrail",
+            action="gate.reopened",
+            subject=tool_call_id,
+            changes={"askId": tool_call_id, "origin": pending.origin, "why": "the turn failed"},
+            history_id=run.history.id,
+            owner_id=run.history.owner_id,
+            tool=pending.tool_name,
+        )
         undo = HistoryChange(
             ask_status={tool_call_id: "pending"},
             remove_results=[tool_call_id],
             pending_ask=pending,
             lease=_release(run),
+            audit=[reopened],
         )
         try:
             await compare_and_set(
