@@ -102,3 +102,30 @@ def test_the_watch_shows_the_real_gate_and_a_denial_as_a_denial(
         records = api.get("/audit").raise_for_status().json()["data"]
     denied = next(r for r in records if r["action"] == "gate.denied")
     assert denied["changes"]["via"] == "watch"
+
+
+def test_an_approver_approves_from_the_watch(phone: App, demo_server: DemoServer) -> None:
+    demo_server.reset_policy("alice")
+    with demo_server.api("alice") as api:
+        api.put("/permissions/local:team", json={"level": "non-consequential"}).raise_for_status()
+    asked = demo_server.ask("alice", command("call publish_note", {"title": "Watch post"}))
+    tool_call_id = asked["pendingAsk"]["toolCallId"]
+    phone.sign_in_as("bob", "/watch")
+    card = phone.page.locator(".simple-card").filter(has_text="Watch post")
+    expect(card.locator(".watch-gate")).to_contain_text("Your approval")
+    expect(card.locator(".watch-quorum")).to_contain_text("For alice: needs 2 of bob, admins.")
+    phone.shoot("watch-approver")
+    card.get_by_role("button", name="Allow").click()
+    status = phone.page.get_by_role("status").filter(has_text="sent")
+    expect(status).to_contain_text("“Allow” sent. It waits for more approvals.")
+    with demo_server.api("alice") as api:
+        view = api.get(f"/histories/{asked['historyId']}").raise_for_status().json()["data"]
+    assert view["pendingAsk"]["toolCallId"] == tool_call_id
+    assert [a["userId"] for a in view["pendingAsk"]["approvedBy"]] == ["bob"]
+    assert view["pendingAsk"]["approvedBy"][0]["via"] == "watch"
+    # The owner ends it (a deny always may), so no other test's admin sees it waiting.
+    with demo_server.api("alice") as api:
+        api.post(
+            f"/histories/{asked['historyId']}/turn",
+            json={"askResponse": {"toolCallId": tool_call_id, "action": "cancel"}},
+        ).raise_for_status()

@@ -5,7 +5,7 @@
 import { ApiError, api, getPage } from "./api.js";
 import { h, replace } from "./dom.js";
 import { simpleCard } from "./cards/simple.js";
-import { gateLine, gateOf, outcomeOf, outcomeText } from "./watch_gate.js";
+import { approvalCards, gateLine, gateOf, outcomeOf, outcomeText } from "./watch_gate.js";
 
 /** How many asks the compact view shows at once. */
 const WATCH_LIMIT = 20;
@@ -122,6 +122,13 @@ export function watchPage(main, ctx) {
         next ? h("p", { class: "watch-empty" }, h("a", { href: "/inbox", "data-link": "" }, "More are waiting: open the inbox")) : null,
       );
       ctx.refreshPending();
+      // Then the calls waiting for this user's approval in other people's conversations.
+      const approvals = await approvalCards(simpleCard, say, load);
+      if (alive && approvals.length) {
+        const empty = cards.querySelector(":scope > .watch-empty:first-child");
+        if (empty && !items.length) empty.remove();
+        cards.append(...approvals);
+      }
     } catch (error) {
       say(error.message, "error");
     }

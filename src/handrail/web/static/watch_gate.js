@@ -3,7 +3,7 @@
 // from the conversation's view (GET /histories/{id}), and after a tap what became of the held
 // call: a denial never reads as a success, and a confirmed call that then failed says so.
 
-import { get } from "./api.js";
+import { api, get } from "./api.js";
 import { clock, h } from "./dom.js";
 
 const ORIGIN_LABELS = {
@@ -84,4 +84,58 @@ export function outcomeText(label, outcome) {
   if (outcome.status === "denied") return [`“${label}” sent: the call did not run (${outcome.reason}).`, "info"];
   if (outcome.status === "failed") return [`“${label}” was sent, but the call failed: ${outcome.message}`, "error"];
   return null;
+}
+
+/** The calls waiting for the signed-in user's approval in other people's conversations
+ * (GET /approvals), as simple cards whose buttons answer through POST /approvals/{historyId}.
+ * `say(text, tone)` reports; `done()` reloads the list. */
+export async function approvalCards(simpleCard, say, done) {
+  let items = [];
+  try {
+    items = await get("/approvals");
+  } catch {
+    return [];
+  }
+  return items.map((item) => {
+    const ask = item.ask;
+    let el = null;
+    async function tap(button) {
+      for (const b of el.querySelectorAll("button")) b.disabled = true;
+      try {
+        const result = await api(
+          "POST",
+          `/approvals/${item.historyId}`,
+          { toolCallId: ask.toolCallId, ...button.response },
+          { headers: { "X-Handrail-Via": "watch" } },
+        );
+        const approving = button.response && button.response.content && button.response.content.confirmed === true;
+        say(
+          !approving
+            ? `“${button.label}” sent: the call will not run.`
+            : result.status === "waiting"
+              ? `“${button.label}” sent. It waits for more approvals.`
+              : `“${button.label}” sent: the call runs now.`,
+          "ok",
+        );
+      } catch (error) {
+        say(`Not sent: ${error.message}`, "error");
+      } finally {
+        done();
+      }
+    }
+    const done_ = (ask.approvedBy || []).map((a) => a.userId);
+    el = simpleCard(ask.simple, {
+      headingLevel: "h2",
+      onButton: (button) => tap(button),
+      extra: h(
+        "p",
+        { class: "watch-quorum" },
+        `For ${item.ownerId}: needs ${ask.quorum || 1} of ${(ask.approvers || []).join(", ")}`,
+        done_.length ? `; approved by ${done_.join(", ")}` : "",
+        ".",
+      ),
+    });
+    el.prepend(h("p", { class: "watch-gate", dataset: { origin: "approver" } }, h("strong", {}, "Your approval")));
+    return el;
+  });
 }
