@@ -15,9 +15,9 @@ def test_sign_in_as_alice_by_button_shows_the_model(app: App) -> None:
     app.page.get_by_role("button", name="Sign in as alice").click()
     expect(app.page.locator(".who")).to_contain_text("Signed in as alice")
     expect(app.page.locator(".model-line")).to_have_text(SCRIPTED_LINE)
-    # The token lives in sessionStorage, never in the address bar.
+    # The token lives in localStorage (it lasts across tabs), never in the address bar.
     assert "demo-alice" not in app.page.url
-    assert app.page.evaluate("sessionStorage.getItem('handrail.token')") == "demo-alice"
+    assert app.page.evaluate("localStorage.getItem('handrail.token')") == "demo-alice"
     app.shoot("chat-empty")
 
 
@@ -33,7 +33,7 @@ def test_sign_in_with_a_token_and_out(app: App) -> None:
     expect(app.page.get_by_role("heading", name="Inbox")).to_be_visible()
     app.page.get_by_role("button", name="Sign out").click()
     expect(app.page.get_by_role("heading", name="Sign in to handrail")).to_be_visible()
-    assert app.page.evaluate("sessionStorage.getItem('handrail.token')") is None
+    assert app.page.evaluate("localStorage.getItem('handrail.token')") is None
 
 
 def test_phone_width_sign_in_and_chat_fit(phone: App) -> None:

@@ -8,6 +8,7 @@ no other user sees, and restarting the demo brings them back.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from collections.abc import Mapping
@@ -283,6 +284,28 @@ def team_tools() -> ToolSet:
     return tools
 
 
+#: The longest wait `wait_a_while` takes.
+WAIT_MAX_S: Final = 60
+
+
+def clock_tools() -> ToolSet:
+    """A tool that takes its time, to try Stop on: ``call wait_a_while {"seconds": 30}``."""
+    tools = ToolSet("local:clock", "Clock")
+
+    @tools.tool(title="Wait a while", read_only=True, open_world=False)
+    async def wait_a_while(seconds: int = 10) -> str:
+        """Wait a number of seconds (at most 60), then say so: a long task to try Stop on.
+
+        Args:
+            seconds: How long to wait, in seconds
+        """
+        waited = max(0, min(int(seconds), WAIT_MAX_S))
+        await asyncio.sleep(waited)
+        return f"Waited {waited} seconds."
+
+    return tools
+
+
 def demo_agent(
     *, name: str = DEMO_AGENT_NAME, model: str | None = None, booking_url: str | None = None
 ) -> Agent:
@@ -294,7 +317,7 @@ def demo_agent(
         instructions=DEMO_INSTRUCTIONS,
         model=model,
         asks=AsksOptions(approvals={"delete_note": _delete_approval}),
-        tool_sets=[notes_tools(), team_tools()],
+        tool_sets=[notes_tools(), team_tools(), clock_tools()],
         action_sets=action_sets,
         clarify=True,
     )

@@ -1,5 +1,6 @@
 // The HTTP API, and only that: every call goes to the server's API prefix with the bearer
-// token from sessionStorage. Tokens never go into a URL.
+// token from localStorage (a sign-in lasts across tabs and links until Sign out). Tokens never
+// go into a URL.
 
 const meta = document.querySelector('meta[name="handrail-api-prefix"]');
 const raw = meta ? meta.getAttribute("content") : null;
@@ -9,7 +10,7 @@ export const API_PREFIX = raw === null || raw.startsWith("__") ? "/api" : raw;
 const TOKEN_KEY = "handrail.token";
 
 // Where the calls go and with which token. The web UI uses its own server (API_PREFIX, the
-// token from sessionStorage); the <handrail-chat> element points it at the server it names.
+// token from localStorage); the <handrail-chat> element points it at the server it names.
 const target = { prefix: API_PREFIX, token: null, getToken: null };
 
 /** Send every call to `base` (a handrail server's API, such as https://h.example/api), with
@@ -28,14 +29,16 @@ async function bearerOf(token) {
 
 export const auth = {
   get token() {
-    return sessionStorage.getItem(TOKEN_KEY);
+    return localStorage.getItem(TOKEN_KEY);
   },
   set(token) {
-    sessionStorage.setItem(TOKEN_KEY, token);
+    localStorage.setItem(TOKEN_KEY, token);
   },
   clear() {
-    sessionStorage.removeItem(TOKEN_KEY);
+    localStorage.removeItem(TOKEN_KEY);
   },
+  /** The storage key, to hear other tabs sign in and out (the "storage" event). */
+  key: TOKEN_KEY,
 };
 
 let unauthorizedHandler = null;

@@ -9,6 +9,8 @@ import { connectionsPage } from "./connections.js";
 import { h, replace } from "./dom.js";
 import { grantsPage } from "./grants.js";
 import { inboxPage } from "./inbox.js";
+import { changesAsks, onEvent, startLive, stopLive } from "./live.js";
+import { notifyAsk, notificationsToggle } from "./notify.js";
 import { signInPage } from "./signin.js";
 import { watchPage } from "./watch.js";
 
@@ -33,7 +35,19 @@ const NAV = [
   { id: "agents", href: "/agents", label: "Agents" },
 ];
 
-const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, timer: 0, firstRender: true };
+const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, firstRender: true, baseTitle: "handrail", refreshing: 0 };
+
+/** The tab's title: the page's own, after the count of asks waiting, such as "(2) Inbox · handrail". */
+function applyTitle() {
+  const count = state.pending ? `(${state.pending}${state.pendingMore ? "+" : ""}) ` : "";
+  document.title = count + state.baseTitle;
+}
+
+/** A page names itself (the count of waiting asks goes in front). */
+export function setPageTitle(text) {
+  state.baseTitle = text;
+  applyTitle();
+}
 
 /** The line that says which model answers, in plain words. */
 export function modelLine(info) {
@@ -65,6 +79,7 @@ async function refreshPending() {
     state.pending = null;
     state.pendingMore = false;
   }
+  applyTitle();
   if (state.badge) {
     const count = `${state.pending}${state.pendingMore ? "+" : ""}`;
     state.badge.textContent = state.pending ? count : "";
@@ -75,7 +90,9 @@ async function refreshPending() {
 
 function signOut() {
   auth.clear();
+  stopLive();
   state.info = null;
+  state.pending = null;
   navigate("/");
 }
 
@@ -110,6 +127,7 @@ function header(route) {
     h(
       "div",
       { class: "who" },
+      notificationsToggle(),
       h("span", { class: "user" }, "Signed in as ", h("strong", {}, user.id), user.isAdmin ? " (admin)" : ""),
       h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: signOut }, "Sign out"),
     ),
@@ -132,7 +150,9 @@ async function render() {
   const focus = !state.firstRender;
   state.firstRender = false;
   if (!auth.token) {
-    document.title = "Sign in · handrail";
+    stopLive();
+    state.pending = null;
+    setPageTitle("Sign in · handrail");
     state.cleanup = signInPage(root, {
       onSignedIn(info) {
         state.info = info;
@@ -159,9 +179,10 @@ async function render() {
       return;
     }
   }
+  startLive();
   const found = match(location.pathname);
   const route = found ? found.route : null;
-  document.title = `${route ? route.title : "Not found"} · handrail`;
+  setPageTitle(`${route ? route.title : "Not found"} · handrail`);
   document.body.classList.toggle("compact", Boolean(route && route.compact));
   const main = h("main", { id: "main", class: route ? `page page-${route.nav}` : "page", tabindex: "-1" });
   replace(
@@ -180,6 +201,7 @@ async function render() {
     navigate,
     setUrl,
     refreshPending,
+    setTitle: setPageTitle,
   };
   state.cleanup = found.route.page(main, ctx) || null;
   refreshPending();
@@ -204,12 +226,26 @@ function onLinkClick(event) {
 onUnauthorized(() => {
   if (!auth.token) return;
   auth.clear();
+  stopLive();
   state.info = null;
   render();
 });
+// Another tab signed in or out: this one follows.
+window.addEventListener("storage", (event) => {
+  if (event.key !== auth.key && event.key !== null) return;
+  state.info = null;
+  stopLive();
+  render();
+});
+// The count follows the events: an ask created, answered or cancelled anywhere.
+onEvent((event) => {
+  if (!state.info) return;
+  if (event.kind === "ask.created") notifyAsk(event, navigate);
+  if (changesAsks(event)) {
+    clearTimeout(state.refreshing);
+    state.refreshing = setTimeout(refreshPending, 50);
+  }
+});
 document.addEventListener("click", onLinkClick);
 window.addEventListener("popstate", () => render());
-state.timer = setInterval(() => {
-  if (document.visibilityState === "visible") refreshPending();
-}, 20000);
 render();

@@ -2,10 +2,20 @@
 // one card per ask. On load the transcript is rebuilt from the history's rows: an ask's call row
 // carries ask.status, and its answer is the tool-result row with the same toolCallId.
 
-import { ApiError, get, getPage, streamPrompt } from "./api.js";
+import { ApiError, api, get, getPage, streamPrompt } from "./api.js";
 import { createCard } from "./cards/index.js";
 import { ago, h, json, replace, uid } from "./dom.js";
+import { onEvent } from "./live.js";
 import { MarkdownStream, renderMarkdown } from "./markdown.js";
+
+/** What a running turn does, in words (the data of a turn.progress event). */
+function progressText(progress) {
+  if (!progress) return "Working…";
+  if (progress.phase === "thinking") return "Thinking…";
+  if (progress.phase === "tool") return `Running ${progress.toolName}…`;
+  if (progress.phase === "stopping") return "Stopping…";
+  return "Working…";
+}
 
 function lowerKeys(object) {
   return Object.fromEntries(Object.entries(object).map(([key, value]) => [key.toLowerCase(), value]));
@@ -60,6 +70,12 @@ export function chatPage(main, ctx) {
     // (the conversation is missing, deleted or not the caller's).
     readOnlyReason: null,
     resolvedByStream: new Set(),
+    // A turn of this conversation running (here or in another tab or process), as the events
+    // say: its progress, and whether Stop was pressed.
+    running: false,
+    stopping: false,
+    // Turns this tab streams itself: their turn.finished events need no reload.
+    ownTurns: 0,
   };
 
   const titleId = uid("chat-title");
@@ -91,6 +107,19 @@ export function chatPage(main, ctx) {
   });
   const hint = h("p", { class: "helper", id: `${composerId}-hint` }, "Enter sends; Shift+Enter starts a new line.");
   const send = h("button", { class: "btn btn-primary", type: "submit" }, "Send");
+  const progressLine = h("span", { class: "turn-progress-text" }, "Working…");
+  const stopButton = h(
+    "button",
+    { class: "btn btn-secondary btn-small turn-stop", type: "button", onclick: () => stopTurn() },
+    "Stop",
+  );
+  const progress = h(
+    "div",
+    { class: "turn-progress", role: "status", "aria-live": "polite", hidden: true },
+    h("span", { class: "spinner", "aria-hidden": "true" }),
+    progressLine,
+    stopButton,
+  );
   const form = h(
     "form",
     {
@@ -166,7 +195,7 @@ export function chatPage(main, ctx) {
       "div",
       { class: "chat-layout" },
       ctx.sidebar === false ? null : sidebar,
-      h("section", { class: "chat", "aria-labelledby": titleId }, title, transcript, tryPrompts, form),
+      h("section", { class: "chat", "aria-labelledby": titleId }, title, transcript, progress, tryPrompts, form),
     ),
   );
 
@@ -293,7 +322,9 @@ export function chatPage(main, ctx) {
 
   function setTitle(text) {
     title.textContent = text || (state.historyId ? "Untitled conversation" : "New conversation");
-    if (ctx.documentTitle !== false) document.title = `${title.textContent} · handrail`;
+    if (ctx.documentTitle === false) return;
+    if (ctx.setTitle) ctx.setTitle(`${title.textContent} · handrail`);
+    else document.title = `${title.textContent} · handrail`;
   }
 
   /** The page's tools the agent was not offered, each with the server's reason. */
@@ -310,8 +341,13 @@ export function chatPage(main, ctx) {
 
   function handle(event, answering) {
     if ("text" in event) streamText(event.text);
-    else if (event.toolCall) toolCall(event.toolCall);
-    else if (event.toolResult) toolResult(event.toolResult);
+    else if (event.toolCall) {
+      toolCall(event.toolCall);
+      if (!state.stopping) showProgress({ phase: "tool", toolName: event.toolCall.toolName });
+    } else if (event.toolResult) {
+      toolResult(event.toolResult);
+      if (!state.stopping) showProgress({ phase: "thinking" });
+    }
     else if (event.ask) {
       state.historyId = event.historyId || state.historyId;
       addCard({ ...event.ask, status: "pending" }, { live: true });
@@ -344,8 +380,42 @@ export function chatPage(main, ctx) {
     }
   }
 
+  function showProgress(data) {
+    state.running = true;
+    if (data && data.phase === "stopping") state.stopping = true;
+    progressLine.textContent = state.stopping ? "Stopping…" : progressText(data);
+    stopButton.disabled = state.stopping || state.readOnly;
+    stopButton.hidden = state.readOnly;
+    progress.hidden = false;
+  }
+
+  function hideProgress() {
+    state.running = false;
+    state.stopping = false;
+    progress.hidden = true;
+  }
+
+  async function stopTurn() {
+    if (!state.historyId || state.stopping) return;
+    // This tab's own turn reloads when its stream ends; another tab's turn reloads here.
+    const own = state.streaming;
+    showProgress({ phase: "stopping" });
+    try {
+      await api("POST", `/histories/${state.historyId}/stop`);
+    } catch (error) {
+      errorLine(error.message);
+    }
+    if (!own && state.alive) {
+      hideProgress();
+      state.flash = "You stopped the turn. What it did before is kept below.";
+      load();
+    }
+  }
+
   async function run(body, answering = null) {
     state.streaming = true;
+    state.ownTurns += 1;
+    showProgress({ phase: "thinking" });
     updateComposer();
     let started = false;
     try {
@@ -355,12 +425,19 @@ export function chatPage(main, ctx) {
         handle(event, answering);
       }
     } catch (error) {
+      if (!started) state.ownTurns = Math.max(0, state.ownTurns - 1); // no turn ran
       if (!started && answering) throw error;
       if (!started && error instanceof ApiError) errorLine(error.message);
       else errorLine(`The connection broke: ${error.message}. Reload to see how the turn ended.`);
     } finally {
       closeText();
       state.streaming = false;
+      const stopped = state.stopping;
+      hideProgress();
+      if (stopped && state.alive) {
+        state.flash = "You stopped the turn. What it did before is kept below.";
+        load();
+      }
       updateComposer();
       refreshList();
       ctx.refreshPending();
@@ -571,10 +648,48 @@ export function chatPage(main, ctx) {
     }
   }
 
+  // Live: what another tab, device or server process does in this conversation shows here at
+  // once (an ask answered elsewhere, a turn running, Stop); the list follows renames and deletes.
+  let reloadSoon = 0;
+  function reloadLater() {
+    clearTimeout(reloadSoon);
+    reloadSoon = setTimeout(() => state.alive && !state.streaming && load(), 50);
+  }
+  const stopListening = onEvent((event) => {
+    if (event.kind.startsWith("history.") || event.kind === "reload" || event.kind === "turn.finished") refreshList();
+    // A new conversation this tab is streaming learns its id before the turn ends (for Stop).
+    if (event.kind === "history.created" && state.streaming && !state.historyId) state.historyId = event.historyId;
+    if (event.kind === "reload") {
+      if (!state.streaming) reloadLater();
+      return;
+    }
+    if (!state.historyId || event.historyId !== state.historyId) return;
+    if (event.kind === "turn.started" || event.kind === "turn.progress") showProgress(event.data);
+    else if (event.kind === "turn.finished" || event.kind === "turn.failed") {
+      if (state.ownTurns > 0) state.ownTurns -= 1;
+      else if (!state.streaming) {
+        hideProgress();
+        reloadLater();
+      }
+    } else if (event.kind === "ask.answered" || event.kind === "ask.cancelled") {
+      // Answered here, the stream shows it; answered elsewhere, the card shows how it ended.
+      const card = state.cards.get(event.data.toolCallId);
+      if (!state.streaming && card && card.pending) reloadLater();
+    } else if (event.kind === "ask.created") {
+      if (!state.streaming && !state.cards.has(event.data.ask.toolCallId)) reloadLater();
+    } else if (event.kind === "history.renamed") {
+      setTitle(event.data.title);
+    } else if (event.kind === "history.deleted" && !state.streaming) {
+      reloadLater();
+    }
+  });
+
   loadSafety().then(load);
   refreshList();
   return () => {
     state.alive = false;
+    clearTimeout(reloadSoon);
+    stopListening();
     for (const card of state.cards.values()) card.dispose();
   };
 }

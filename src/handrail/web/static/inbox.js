@@ -5,6 +5,7 @@
 import { getPage } from "./api.js";
 import { approvalsSection } from "./approvals.js";
 import { ago, h, replace } from "./dom.js";
+import { changesAsks, onEvent } from "./live.js";
 
 const KIND_LABELS = {
   choice: "Choose",
@@ -101,7 +102,17 @@ export function inboxPage(main, ctx) {
     ),
   );
   load();
+  // Live: an ask created, answered or cancelled anywhere (another tab, device or server
+  // process) shows here at once.
+  let soon = 0;
+  const stopListening = onEvent((event) => {
+    if (!changesAsks(event)) return;
+    clearTimeout(soon);
+    soon = setTimeout(() => alive && load(), 50);
+  });
   return () => {
     alive = false;
+    clearTimeout(soon);
+    stopListening();
   };
 }

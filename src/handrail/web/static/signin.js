@@ -1,5 +1,6 @@
 // Sign-in: a token, or (in the demo) one click per demo user. The token is kept in
-// sessionStorage only: it never goes into a URL, and closing the tab signs out.
+// localStorage: it never goes into a URL, it lasts across tabs and links, and Sign out (in any
+// tab) ends it everywhere.
 
 import { ApiError, auth, get } from "./api.js";
 import { h, replace, uid } from "./dom.js";

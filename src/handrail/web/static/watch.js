@@ -4,6 +4,7 @@
 
 import { ApiError, api, getPage } from "./api.js";
 import { h, replace } from "./dom.js";
+import { changesAsks, onEvent } from "./live.js";
 import { simpleCard } from "./cards/simple.js";
 import { approvalCards, gateLine, gateOf, outcomeOf, outcomeText } from "./watch_gate.js";
 
@@ -146,12 +147,25 @@ export function watchPage(main, ctx) {
     ),
   );
   load();
-  const timer = setInterval(() => {
-    if (!busy && document.visibilityState === "visible") load();
-  }, 10000);
+  // Live: the cards follow the events instead of polling; an event that comes while a tap is
+  // being sent is taken once the tap is done.
+  let soon = 0;
+  const stopListening = onEvent((event) => {
+    if (!changesAsks(event)) return;
+    clearTimeout(soon);
+    soon = setTimeout(function again() {
+      if (!alive) return;
+      if (busy) {
+        soon = setTimeout(again, 200);
+        return;
+      }
+      load();
+    }, 50);
+  });
   return () => {
     alive = false;
-    clearInterval(timer);
+    clearTimeout(soon);
+    stopListening();
     for (const stop of stops) stop();
   };
 }

@@ -1,0 +1,188 @@
+"""Live pages (GET /api/events): two tabs of one user and a second user, the inbox and the
+count in the tab title following an answer at once, a sign-in that lasts across tabs until
+sign-out, turn progress and Stop, and browser notifications (opt-in).
+
+These tests speak as ``bob`` (and ``alice`` as the second user); they count relative to what
+is already waiting, since the server is shared by the session."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import Browser, Page, expect
+from web_pages import App, command
+
+from demo_server import TOKENS, DemoServer
+
+#: "At once": an event crosses in well under a second; the margin is for a loaded machine.
+AT_ONCE_MS = 3000
+
+CONFIRM = {
+    "title": "Archive the report",
+    "prompt": "Archive last year's report?",
+    "confirmLabel": "Archive",
+    "denyLabel": "Keep it",
+}
+
+
+def _live(page: Page) -> None:
+    """The page's event stream is in place."""
+    expect(page.locator("html")).to_have_attribute("data-live", "on")
+
+
+def _waiting(page: Page) -> int:
+    """How many asks the inbox lists, once it loaded."""
+    status = page.locator(".inbox-list").locator("xpath=..").get_by_role("status")
+    expect(status).not_to_have_text("Loading…")
+    found = re.match(r"^(\d+)", status.inner_text())
+    return int(found.group(1)) if found else 0
+
+
+def _ask(app: App, title: str) -> str:
+    """Send an ask_confirm with `title` in a new conversation; its history id."""
+    app.goto("/")
+    app.say(command("ask_confirm", {**CONFIRM, "title": title}))
+    card = app.card(kind="confirm")
+    card.expect_pending()
+    return app.history_id()
+
+
+def test_an_answer_in_one_tab_shows_in_the_others_at_once(
+    app: App, browser: Browser, demo_server: DemoServer
+) -> None:
+    app.sign_in_as("bob")
+    # The second tab of the same browser is signed in already (localStorage).
+    inbox = App(page=app.page.context.new_page(), base_url=app.base_url)
+    inbox.goto("/inbox")
+    expect(inbox.page.locator(".who")).to_contain_text("Signed in as bob")
+    _live(inbox.page)
+    before = _waiting(inbox.page)
+    if before:
+        expect(inbox.page).to_have_title(re.compile(rf"^\({before}\+?\) Inbox"))
+
+    history_id = _ask(app, "Live one")
+    item = inbox.page.locator(f'.inbox-item[data-history-id="{history_id}"]')
+    expect(item).to_be_visible(timeout=AT_ONCE_MS)
+    expect(inbox.page).to_have_title(re.compile(rf"^\({before + 1}\+?\) Inbox"), timeout=AT_ONCE_MS)
+
+    # The same conversation open in a third tab (its own browser context, signed in as bob).
+    other_context = browser.new_context()
+    try:
+        watcher = App(page=other_context.new_page(), base_url=app.base_url)
+        watcher.sign_in_as("bob", f"/c/{history_id}")
+        watcher.card(kind="confirm").expect_pending()
+        _live(watcher.page)
+
+        app.card(kind="confirm").click("Archive")
+        app.card(kind="confirm").expect_summary("Archive")
+        expect(item).to_have_count(0, timeout=AT_ONCE_MS)
+        if before == 0:
+            expect(inbox.page).to_have_title("Inbox · handrail", timeout=AT_ONCE_MS)
+        else:
+            expect(inbox.page).to_have_title(
+                re.compile(rf"^\({before}\+?\) Inbox"), timeout=AT_ONCE_MS
+            )
+        expect(watcher.page.locator("article.card.card-pending")).to_have_count(
+            0, timeout=AT_ONCE_MS
+        )
+        expect(watcher.page.locator(".msg-agent").last).to_contain_text(
+            "ask_confirm returned", timeout=AT_ONCE_MS
+        )
+    finally:
+        other_context.close()
+
+
+def test_a_second_user_sees_nothing_of_it(app: App, second_tab: App) -> None:
+    second_tab.sign_in_as("alice", "/inbox")
+    _live(second_tab.page)
+    items_before = second_tab.page.locator(".inbox-item").count()
+    app.sign_in_as("bob")
+    history_id = _ask(app, "Only bob's")
+    expect(second_tab.page.locator(f'[data-history-id="{history_id}"]')).to_have_count(0)
+    # alice's page got no event: nothing reloaded, nothing new listed.
+    second_tab.page.wait_for_timeout(500)
+    assert second_tab.page.locator(".inbox-item").count() == items_before
+    app.card(kind="confirm").click("Keep it")
+
+
+def test_sign_out_in_one_tab_signs_out_every_tab(app: App) -> None:
+    app.sign_in_as("bob", "/inbox")
+    other = App(page=app.page.context.new_page(), base_url=app.base_url)
+    other.goto("/grants")
+    expect(other.page.locator(".who")).to_contain_text("Signed in as bob")
+    app.page.get_by_role("button", name="Sign out").click()
+    expect(other.page.get_by_role("heading", name="Sign in to handrail")).to_be_visible(
+        timeout=AT_ONCE_MS
+    )
+    assert other.page.evaluate("localStorage.getItem('handrail.token')") is None
+
+
+def test_progress_and_stop(app: App, demo_server: DemoServer) -> None:
+    # The clock's one tool is read-only: a read-only level lets it run without asking.
+    response = httpx.put(
+        f"{demo_server.url}/api/permissions/local:clock",
+        json={"level": "read-only"},
+        headers={"Authorization": f"Bearer {TOKENS['bob']}"},
+    )
+    assert response.status_code == 200, response.text
+    app.sign_in_as("bob")
+    _live(app.page)
+    app.say('call wait_a_while {"seconds": 60}')
+    progress = app.page.locator(".turn-progress")
+    expect(progress).to_be_visible()
+    expect(progress).to_contain_text("Running wait_a_while…")
+    history_id = app.history_id() if "/c/" in app.page.url else None
+    app.page.get_by_role("button", name="Stop").click()
+    expect(progress).to_be_hidden(timeout=10_000)
+    expect(app.page.locator(".transcript-notice")).to_contain_text("You stopped the turn")
+    tool = app.page.locator("details.msg.tool").last
+    expect(tool).to_contain_text("did not finish")
+    # The conversation goes on after Stop.
+    app.say("hello again")
+    expect(app.reply()).to_contain_text("You said: hello again")
+    assert history_id is None or history_id == app.history_id()
+
+
+def test_notifications_are_opt_in_and_open_the_conversation(
+    app: App, browser: Browser, demo_server: DemoServer
+) -> None:
+    context = app.page.context
+    context.grant_permissions(["notifications"], origin=demo_server.url)
+    # Record the notifications the page shows (the real constructor still runs).
+    context.add_init_script(
+        """
+        window.__shown = [];
+        const Real = window.Notification;
+        class Recorded extends Real {
+          constructor(title, options) {
+            super(title, options);
+            window.__shown.push({ title, body: options && options.body });
+            window.__last = this;
+          }
+        }
+        Object.defineProperty(Recorded, "permission", { get: () => Real.permission });
+        Recorded.requestPermission = (...args) => Real.requestPermission(...args);
+        window.Notification = Recorded;
+        """
+    )
+    app.sign_in_as("bob", "/inbox")
+    _live(app.page)
+    toggle = app.page.get_by_role("button", name="Notify me")
+    expect(toggle).to_be_visible()
+
+    asker = App(page=context.new_page(), base_url=app.base_url)
+    _ask(asker, "Before opting in")
+    app.page.wait_for_timeout(300)
+    assert app.page.evaluate("window.__shown.length") == 0  # off until the person opts in
+
+    toggle.click()
+    expect(app.page.get_by_role("button", name="Notifications on")).to_be_visible()
+    history_id = _ask(asker, "Notify about this")
+    app.page.wait_for_function("window.__shown.length === 1", timeout=AT_ONCE_MS)
+    shown = app.page.evaluate("window.__shown[0]")
+    assert shown["title"] == "Notify about this"
+    assert shown["body"] == CONFIRM["prompt"]
+    app.page.evaluate("window.__last.onclick()")
+    expect(app.page).to_have_url(re.compile(rf"/c/{history_id}$"))
+    asker.card(kind="confirm").click("Keep it")
