@@ -35,6 +35,13 @@ def test_an_admin_edits_the_agent_instructions_and_others_read_them(
         expect(section.get_by_role("button", name="Reset to default")).to_have_count(0)
         expect(section.locator(".instructions-off")).to_have_count(0)
 
+        # The server's own instructions are only ever copied by hand, and saved on purpose.
+        section.get_by_role("button", name="Copy the server's own instructions").click()
+        expect(text).to_have_value("A notes app. Read notes_house_style before adding a note.")
+        with demo_server.api("admin") as api:
+            still = api.get(f"/connections/{connection_id}").json()["data"]
+        assert still["agentInstructions"]["text"] == TEMPLATE
+
         # A failed save keeps the draft, with the reason.
         text.fill("   ")
         section.get_by_role("button", name="Save instructions").click()

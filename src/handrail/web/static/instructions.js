@@ -156,6 +156,27 @@ export function instructionsSection(connection, { admin, template, onSaved, say 
           )
         : null,
     ),
+    connection.serverInstructions
+      ? h(
+          "p",
+          { class: "helper" },
+          "The server describes itself too; that text is never given to agents unless you copy it here, read it and save it. ",
+          h(
+            "button",
+            {
+              class: "btn btn-secondary btn-small",
+              type: "button",
+              onclick: () => {
+                text.value = connection.serverInstructions.trim().slice(0, 2000);
+                drafts.set(connection.id, text.value);
+                text.focus();
+                say("Copied the server's own instructions into the text. Nothing is saved until you save it.");
+              },
+            },
+            "Copy the server's own instructions",
+          ),
+        )
+      : null,
   );
   replace(section, heading, form);
   return section;
