@@ -209,6 +209,11 @@ async def test_a_quorum_of_two_runs_once_when_both_approved(store: Store) -> Non
             await notes.answer(ALICE, ask, APPROVE)
         with pytest.raises(NotOwner):
             await notes.answer(MALLORY, ask, APPROVE)
+        # Every approver approves the same call: an edit is refused.
+        edit = {"action": "accept", "content": {"confirmed": True, "arguments": {"title": "x"}}}
+        with pytest.raises(InvalidAnswer) as caught:
+            await notes.answer(BOB, ask, edit)
+        assert [f["path"] for f in caught.value.fields or []] == ["content.arguments"]  # type: ignore[union-attr]
         events = await notes.answer(BOB, ask, APPROVE, via="watch")
         assert [e for e in events if "toolResult" in e] == []
         waiting = ask_of(events)

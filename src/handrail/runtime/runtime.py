@@ -69,6 +69,7 @@ from .approvals import (
     approves,
     asked_record,
     call_status,
+    edited_arguments,
     is_approver,
     outcome_record,
 )
@@ -441,6 +442,20 @@ class Runtime:
                 if any(a.get("userId") == principal.user_id for a in approved_by):
                     raise AlreadyApproved(
                         "You approved this call already; it waits for the other approvers."
+                    )
+                if edited_arguments(envelope) is not None:
+                    # Every approver approves the same call: an edit would change what the
+                    # others approved.
+                    raise invalid_answer(
+                        [
+                            AskValidationError(
+                                path="content.arguments",
+                                code="UNKNOWN_KEY",
+                                message="A call with approvers runs as it was asked.",
+                                fix="Approve it as it is, or deny it with a note saying what "
+                                "to change.",
+                            )
+                        ]
                     )
                 if scope != "once":
                     raise invalid_answer(

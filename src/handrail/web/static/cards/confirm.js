@@ -157,7 +157,7 @@ export const approval = {
       withApprovers ? null : card.errorSlot("content.scope", radios.map((r) => r.radio)),
       card.errorSlot("content"),
       row,
-      approver ? editThenApprove(card, held && held.args, { extra }) : null,
+      approver && !withApprovers ? editThenApprove(card, held && held.args, { extra }) : null,
       denyWithNote(card),
     );
   },
@@ -272,7 +272,9 @@ export const confirmation = {
       expiredNote,
       card.errorSlot("content"),
       row,
-      approver && ask.preview ? editThenApprove(card, ask.preview, { label: "Prepare it again with these values" }) : null,
+      approver && ask.preview && !(ask.approvers && ask.approvers.length)
+        ? editThenApprove(card, ask.preview, { label: "Prepare it again with these values" })
+        : null,
       denyWithNote(card),
     );
   },
