@@ -42,9 +42,10 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   database; an event only tells people to look. It delivers to this process's subscribers at
   once and, on PostgreSQL, to every other process through ``NOTIFY`` on the channel
   `CHANNEL` (payloads above PostgreSQL's 8000 byte limit go in several notifications of one
-  statement, which PostgreSQL delivers together and in order). The events published while
-  the last ones were on their way go together in one statement (one round trip, no
-  transaction around it). On SQLite, events stay in the one process.
+  statement, which PostgreSQL delivers together and in order). One task sends them, in the
+  order published, without the publisher waiting: the events published while the last ones
+  were on their way go together in one statement (one round trip, no transaction around it);
+  `EventBus.close` sends what is left. On SQLite, events stay in the one process.
 - `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
   webhooks and mail). With `last_event_id` it first replays what came after that id, from the
   last `REPLAY_WINDOW` events this process saw; an id no longer there gives one ``reload``
@@ -290,7 +291,7 @@ class EventBus:
         self._listening = asyncio.Event() if self._remote else None
         self._parts: collections.OrderedDict[str, list[str | None]] = collections.OrderedDict()
         self._closed = False
-        self._outgoing: list[tuple[list[str], asyncio.Future[None]]] = []
+        self._outgoing: list[tuple[UserEvent, list[str]]] = []
         self._sender: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------------ publishing
@@ -303,41 +304,30 @@ class EventBus:
         self._deliver(event)
         if not self._remote or self._db is None:
             return
+        if self._closed:
+            return
         message = json.dumps(
             {"o": self.origin, "e": event.to_json()}, ensure_ascii=False, separators=(",", ":")
         )
-        try:
-            await self._send(_payloads(event.id, message))
-        except Exception:
-            log.exception("could not send the %s event %s to other processes", event.kind, event.id)
-
-    async def _send(self, payloads: list[str]) -> None:
-        """Send `payloads` with the others published meanwhile: one statement (one round trip,
-        no transaction around it) carries every notification queued while the last one was
-        on its way, in the order they were published, all or none."""
-        sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._outgoing.append((payloads, sent))
+        # Sent by one task, in the order published, without waiting here: the events published
+        # while the last ones were on their way go together in one statement (one round trip,
+        # no transaction around it, all or none).
+        self._outgoing.append((event, _payloads(event.id, message)))
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send_queued(), name="handrail-events-send")
-        await sent
 
     async def _send_queued(self) -> None:
         assert self._db is not None
         while self._outgoing:
             batch = self._outgoing[:_SEND_MAX]
             del self._outgoing[:_SEND_MAX]
-            error: BaseException | None = None
             try:
-                await self._db.autocommit(_notify, [p for payloads, _ in batch for p in payloads])
-            except Exception as exc:
-                error = exc
-            for _, sent in batch:
-                if sent.done():  # its publisher was cancelled
-                    continue
-                if error is None:
-                    sent.set_result(None)
-                else:
-                    sent.set_exception(error)
+                await self._db.autocommit(_notify, [p for _, payloads in batch for p in payloads])
+            except Exception:
+                for event, _ in batch:
+                    log.exception(
+                        "could not send the %s event %s to other processes", event.kind, event.id
+                    )
 
     def _deliver(self, event: UserEvent) -> None:
         self._recent.append(event)
