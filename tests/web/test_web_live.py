@@ -33,7 +33,7 @@ def _live(page: Page) -> None:
 
 def _waiting(page: Page) -> int:
     """How many asks the inbox lists, once it loaded."""
-    status = page.locator(".inbox-list").locator("xpath=..").get_by_role("status")
+    status = page.locator(".toolbar").get_by_role("status")
     expect(status).not_to_have_text("Loading…")
     found = re.match(r"^(\d+)", status.inner_text())
     return int(found.group(1)) if found else 0
@@ -186,3 +186,77 @@ def test_notifications_are_opt_in_and_open_the_conversation(
     app.page.evaluate("window.__last.onclick()")
     expect(app.page).to_have_url(re.compile(rf"/c/{history_id}$"))
     asker.card(kind="confirm").click("Keep it")
+
+
+def _approval(app: App, title: str) -> str:
+    """A new conversation paused on the approval of deleting note `title`; its id."""
+    app.goto("/")
+    app.say(command("call delete_note", {"title": title}))
+    app.card(origin="approval").expect_pending()
+    return app.history_id()
+
+
+def test_the_inbox_acts_inline_filters_searches_and_denies_in_bulk(
+    app: App, demo_server: DemoServer
+) -> None:
+    # Deleting a note is consequential: with the level set, each call waits on an approval.
+    response = httpx.put(
+        f"{demo_server.url}/api/permissions/local:notes",
+        json={"level": "non-consequential"},
+        headers={"Authorization": f"Bearer {TOKENS['bob']}"},
+    )
+    assert response.status_code == 200, response.text
+    app.sign_in_as("bob")
+    asker = App(page=app.page.context.new_page(), base_url=app.base_url)
+    question = _ask(asker, "Inline question")
+    first = _approval(asker, "Bulk one")
+    second = _approval(asker, "Bulk two")
+
+    app.goto("/inbox")
+    _live(app.page)
+    page = app.page
+    item = page.locator(f'.inbox-item[data-history-id="{question}"]')
+    expect(item.locator(".watch-gate")).to_contain_text("Question")
+    approval = page.locator(f'.inbox-item[data-history-id="{first}"]')
+    expect(approval.locator(".watch-gate")).to_contain_text("Approval")
+
+    # Filters and search.
+    page.get_by_label("Gate").select_option("approval")
+    expect(item).to_have_count(0)
+    expect(approval).to_be_visible()
+    page.get_by_label("Gate").select_option("")
+    page.get_by_label("Search titles and prompts").fill("Inline question")
+    expect(item).to_be_visible()
+    expect(approval).to_have_count(0)
+    page.get_by_label("Search titles and prompts").fill("")
+    page.get_by_label("Conversation").select_option(first)
+    expect(approval).to_be_visible()
+    expect(item).to_have_count(0)
+    page.get_by_label("Conversation").select_option("")
+    page.get_by_label("Kind").select_option("choice")
+    expect(item).to_have_count(0)
+    page.get_by_label("Kind").select_option("")
+    page.get_by_label("Agent").select_option("demo")
+    expect(item).to_be_visible()
+    page.get_by_label("Agent").select_option("")
+
+    # Answer the question in place.
+    item.get_by_role("button", name="Answer here").click()
+    item.locator("article.card").get_by_role("button", name="Archive").click()
+    expect(item).to_have_count(0)
+    expect(page.locator(".inbox-said")).to_contain_text("Answered")
+    asker.page.reload()
+    asker.goto(f"/c/{question}")
+    asker.card(kind="confirm").expect_summary("Archive")
+
+    # Deny both approvals at once.
+    for history_id in (first, second):
+        page.locator(f'.inbox-item[data-history-id="{history_id}"]').get_by_label(
+            "Select “Delete a note”"
+        ).check()
+    page.get_by_role("button", name="Deny selected").click()
+    expect(page.locator(".inbox-said")).to_contain_text("Denied 2")
+    for history_id in (first, second):
+        expect(page.locator(f'.inbox-item[data-history-id="{history_id}"]')).to_have_count(0)
+        asker.goto(f"/c/{history_id}")
+        expect(asker.page.locator("details.msg.tool").last).to_contain_text("Did not run")

@@ -1,11 +1,17 @@
 // The inbox: every ask waiting on the user, across conversations, newest first
 // (GET /histories/pendingAsks, a page at a time: "Show more" follows the Link header's next
-// page). Each links to its conversation, where its card is answered.
+// page). It acts: each ask shows its real gate (approval, confirmation with its countdown,
+// permission, question, ...) read from its conversation's view, and "Answer here" opens its
+// full card in place (answered through POST /histories/{id}/turn). The toolbar filters by kind,
+// gate, agent and conversation and searches titles and prompts; approvals and confirmations
+// can be selected and denied at once. The list follows the events (live.js).
 
-import { getPage } from "./api.js";
+import { api, get, getPage } from "./api.js";
 import { approvalsSection } from "./approvals.js";
+import { createCard } from "./cards/index.js";
 import { ago, h, replace } from "./dom.js";
 import { changesAsks, onEvent } from "./live.js";
+import { gateLine } from "./watch_gate.js";
 
 const KIND_LABELS = {
   choice: "Choose",
@@ -15,53 +21,229 @@ const KIND_LABELS = {
   files: "Files",
 };
 
-function inboxItem(item) {
-  return h(
-    "li",
-    { class: "inbox-item", dataset: { historyId: item.historyId, toolCallId: item.toolCallId } },
-    h(
-      "a",
-      { href: `/c/${item.historyId}`, "data-link": "", class: "inbox-link" },
-      h("span", { class: `badge badge-${item.kind}` }, KIND_LABELS[item.kind] || item.kind),
-      h("span", { class: "inbox-title" }, item.simple.title || item.title || "A question"),
-    ),
-    h("p", { class: "inbox-text" }, item.simple.text),
-    h(
-      "p",
-      { class: "inbox-meta" },
-      item.title ? ["In “", item.title, "” · "] : null,
-      h("time", { datetime: item.created }, ago(item.created)),
-    ),
-  );
+const GATE_LABELS = {
+  question: "Question",
+  clarify: "Clarify",
+  approval: "Approval",
+  confirmation: "Confirmation",
+  permission: "Permission",
+  selection: "Choice",
+  elicitation: "Request from an app",
+  "page-tool": "Page",
+};
+
+/** Gates a bulk deny may answer: both take {action: "accept", content: {confirmed: false}}. */
+const DENIABLE = new Set(["approval", "confirmation"]);
+
+function gateOfItem(item) {
+  const pending = item.view && item.view.pendingAsk;
+  if (pending && pending.origin) return pending.origin;
+  return pending && pending.kind === "clarify" ? "clarify" : "question";
+}
+
+/** The words a search looks in: the title, the card's text and the ask's prompt. */
+function searchable(item) {
+  const pending = (item.view && item.view.pendingAsk) || {};
+  const input = pending.input || {};
+  return [item.title, item.simple && item.simple.title, item.simple && item.simple.text, input.title, input.prompt, input.question, pending.toolName]
+    .filter((part) => typeof part === "string")
+    .join("\n")
+    .toLowerCase();
+}
+
+/** An ask's key: toolCallIds are unique only within their conversation. */
+function keyOf(item) {
+  return `${item.historyId}:${item.toolCallId}`;
+}
+
+function option(value, label) {
+  return h("option", { value }, label);
 }
 
 export function inboxPage(main, ctx) {
   const list = h("ul", { class: "inbox-list", "aria-label": "Waiting on you" });
   const status = h("p", { class: "muted", role: "status" }, "Loading…");
   const more = h("button", { class: "btn btn-secondary btn-small inbox-more", type: "button", hidden: true, onclick: loadMore }, "Show more");
+  const said = h("p", { class: "inbox-said", "aria-live": "polite" });
   let alive = true;
   let next = null;
-  let shown = 0;
+  let items = [];
   let loading = 0; // a newer load makes the answers of older ones stale
+  // Each ask's element, kept while it waits: a card being filled in survives a reload.
+  const elements = new Map(); // keyOf(item) -> {el, stop}
+  const open = new Set(); // the asks whose card is open ("Answer here")
+  const selected = new Set();
   const approvals = approvalsSection(ctx.info);
 
-  function showStatus() {
-    const count = next ? `${shown}+` : String(shown);
-    status.textContent = shown
-      ? `${count} ask${shown === 1 && !next ? "" : "s"} waiting on you.`
+  // --- the toolbar ----------------------------------------------------------------------
+  const search = h("input", { class: "input inbox-search", type: "search", placeholder: "Search titles and prompts", "aria-label": "Search titles and prompts", oninput: show });
+  const kind = h("select", { class: "input", "aria-label": "Kind", onchange: show }, option("", "Any kind"), Object.entries(KIND_LABELS).map(([value, label]) => option(value, label)));
+  const gate = h("select", { class: "input", "aria-label": "Gate", onchange: show }, option("", "Any gate"), Object.entries(GATE_LABELS).map(([value, label]) => option(value, label)));
+  const agent = h("select", { class: "input", "aria-label": "Agent", onchange: show }, option("", "Any agent"));
+  const conversation = h("select", { class: "input", "aria-label": "Conversation", onchange: show }, option("", "Any conversation"));
+  const denySelected = h("button", { class: "btn btn-secondary btn-small inbox-deny", type: "button", disabled: true, onclick: denyAll }, "Deny selected");
+
+  function fillChoices(select, values) {
+    const current = select.value;
+    const first = select.firstElementChild;
+    replace(select, first, [...values].sort((a, b) => a[1].localeCompare(b[1])).map(([value, label]) => option(value, label)));
+    select.value = [...values].some(([value]) => value === current) ? current : "";
+  }
+
+  function matches(item) {
+    if (kind.value && item.kind !== kind.value) return false;
+    if (gate.value && gateOfItem(item) !== gate.value) return false;
+    if (agent.value && (!item.view || item.view.agent !== agent.value)) return false;
+    if (conversation.value && item.historyId !== conversation.value) return false;
+    const words = search.value.trim().toLowerCase();
+    return !words || words.split(/\s+/).every((word) => searchable(item).includes(word));
+  }
+
+  // --- one item ---------------------------------------------------------------------------
+  function cardCtx(item) {
+    return {
+      me: ctx.info.user,
+      heldCall: () => null,
+      safetyClass: () => null,
+      maxUploadBytes: Number.isInteger(ctx.info.maxUploadBytes) ? ctx.info.maxUploadBytes : null,
+      answer: async (card, envelope) => {
+        const result = await api("POST", `/histories/${item.historyId}/turn`, {
+          askResponse: { toolCallId: item.toolCallId, ...envelope },
+        });
+        card.resolve(envelope);
+        said.textContent = result && result.text ? `Answered. The agent said: ${result.text}` : "Answered.";
+        load();
+      },
+      onConflict: () => setTimeout(() => alive && load(), 300),
+    };
+  }
+
+  function inboxItem(item) {
+    const pending = item.view && item.view.pendingAsk;
+    const gateKind = gateOfItem(item);
+    const line = gateLine(pending || { kind: item.kind });
+    const box = DENIABLE.has(gateKind)
+      ? h("input", {
+          type: "checkbox",
+          class: "inbox-select",
+          "aria-label": `Select “${item.simple.title || item.title || "this ask"}”`,
+          checked: selected.has(keyOf(item)),
+          onchange: (event) => {
+            if (event.target.checked) selected.add(keyOf(item));
+            else selected.delete(keyOf(item));
+            denySelected.disabled = !selected.size;
+          },
+        })
+      : null;
+    const slot = h("div", { class: "inbox-card" });
+    const toggle = h("button", { class: "btn btn-secondary btn-small inbox-answer", type: "button", "aria-expanded": "false" }, "Answer here");
+    function openCard() {
+      if (!pending) return;
+      const card = createCard({ ...pending, status: "pending" }, cardCtx(item));
+      replace(slot, card.el);
+      toggle.setAttribute("aria-expanded", "true");
+      toggle.textContent = "Close";
+      open.add(keyOf(item));
+    }
+    toggle.addEventListener("click", () => {
+      if (open.has(keyOf(item))) {
+        open.delete(keyOf(item));
+        replace(slot);
+        toggle.setAttribute("aria-expanded", "false");
+        toggle.textContent = "Answer here";
+      } else openCard();
+    });
+    toggle.hidden = !pending;
+    const el = h(
+      "li",
+      { class: "inbox-item", dataset: { historyId: item.historyId, toolCallId: item.toolCallId, gate: gateKind } },
+      h(
+        "div",
+        { class: "inbox-head" },
+        box,
+        h(
+          "a",
+          { href: `/c/${item.historyId}`, "data-link": "", class: "inbox-link" },
+          h("span", { class: `badge badge-${item.kind}` }, KIND_LABELS[item.kind] || item.kind),
+          h("span", { class: "inbox-title" }, item.simple.title || item.title || "A question"),
+        ),
+      ),
+      line.el,
+      h("p", { class: "inbox-text" }, item.simple.text),
+      h(
+        "p",
+        { class: "inbox-meta" },
+        item.title ? ["In “", item.title, "” · "] : null,
+        item.view && item.view.agent ? [item.view.agent, " · "] : null,
+        h("time", { datetime: item.created }, ago(item.created)),
+      ),
+      h("div", { class: "card-actions" }, toggle),
+      slot,
+    );
+    if (open.has(keyOf(item))) openCard();
+    elements.set(keyOf(item), { el, stop: line.stop });
+    return el;
+  }
+
+  function elementOf(item) {
+    const kept = elements.get(keyOf(item));
+    return kept ? kept.el : inboxItem(item);
+  }
+
+  function forget(present) {
+    for (const [id, kept] of [...elements]) {
+      if (present.has(id)) continue;
+      kept.stop();
+      elements.delete(id);
+      open.delete(id);
+    }
+  }
+
+  // --- the list ---------------------------------------------------------------------------
+  function show() {
+    const shown = items.filter(matches);
+    replace(list, shown.map(elementOf));
+    const filtered = shown.length !== items.length;
+    const count = next ? `${items.length}+` : String(items.length);
+    status.textContent = items.length
+      ? `${count} ask${items.length === 1 && !next ? "" : "s"} waiting on you.${filtered ? ` ${shown.length} shown.` : ""}`
       : "Nothing is waiting on you.";
     more.hidden = !next;
+    const present = new Set(items.map(keyOf));
+    forget(present);
+    for (const id of [...selected]) if (!present.has(id)) selected.delete(id);
+    denySelected.disabled = !selected.size;
+  }
+
+  async function withViews(page) {
+    return Promise.all(
+      page.map(async (item) => {
+        try {
+          const view = await get(`/histories/${item.historyId}`);
+          const pending = view.pendingAsk && view.pendingAsk.toolCallId === item.toolCallId ? view.pendingAsk : null;
+          return { ...item, view: { agent: view.agent, title: view.title, pendingAsk: pending } };
+        } catch {
+          return { ...item, view: null };
+        }
+      }),
+    );
+  }
+
+  function refreshChoices() {
+    fillChoices(agent, new Map(items.filter((i) => i.view && i.view.agent).map((i) => [i.view.agent, i.view.agent])));
+    fillChoices(conversation, new Map(items.map((i) => [i.historyId, i.title || "Untitled"])));
   }
 
   async function load() {
     const run = ++loading;
     try {
       const page = await getPage("/histories/pendingAsks");
+      const full = await withViews(page.items);
       if (!alive || run !== loading) return;
       next = page.next;
-      shown = page.items.length;
-      replace(list, page.items.map(inboxItem));
-      showStatus();
+      items = full;
+      refreshChoices();
+      show();
       ctx.refreshPending();
     } catch (error) {
       status.textContent = error.message;
@@ -74,18 +256,38 @@ export function inboxPage(main, ctx) {
     more.disabled = true;
     try {
       const page = await getPage(next);
+      const full = await withViews(page.items);
       if (!alive || run !== loading) return;
       next = page.next;
       // Pages never overlap (keyset), but a conversation is never listed twice either way.
-      const fresh = page.items.filter((item) => !list.querySelector(`[data-history-id="${CSS.escape(item.historyId)}"]`));
-      shown += fresh.length;
-      list.append(...fresh.map(inboxItem));
-      showStatus();
+      const known = new Set(items.map((item) => item.historyId));
+      items = items.concat(full.filter((item) => !known.has(item.historyId)));
+      refreshChoices();
+      show();
     } catch (error) {
       status.textContent = error.message;
     } finally {
       more.disabled = false;
     }
+  }
+
+  async function denyAll() {
+    const chosen = items.filter((item) => selected.has(keyOf(item)));
+    if (!chosen.length) return;
+    denySelected.disabled = true;
+    const results = await Promise.allSettled(
+      chosen.map((item) =>
+        api("POST", `/histories/${item.historyId}/turn`, {
+          askResponse: { toolCallId: item.toolCallId, action: "accept", content: { confirmed: false } },
+        }),
+      ),
+    );
+    const failed = results.filter((r) => r.status === "rejected").length;
+    selected.clear();
+    said.textContent = failed
+      ? `Denied ${chosen.length - failed} of ${chosen.length}; the others were answered elsewhere first.`
+      : `Denied ${chosen.length}: ${chosen.length === 1 ? "that call does" : "those calls do"} not run.`;
+    load();
   }
 
   replace(
@@ -94,8 +296,10 @@ export function inboxPage(main, ctx) {
       "div",
       { class: "narrow" },
       h("h1", {}, "Inbox"),
-      h("p", { class: "lead" }, "Questions the agents are waiting on, newest first. Open one to answer it."),
+      h("p", { class: "lead" }, "Questions the agents are waiting on, newest first. Answer them here, or open one in its conversation."),
       h("div", { class: "toolbar" }, status, h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: load }, "Refresh")),
+      h("div", { class: "inbox-filters", role: "search" }, search, kind, gate, agent, conversation, denySelected),
+      said,
       list,
       more,
       approvals.el,
@@ -114,5 +318,6 @@ export function inboxPage(main, ctx) {
     alive = false;
     clearTimeout(soon);
     stopListening();
+    forget(new Set());
   };
 }
