@@ -260,3 +260,50 @@ def test_the_inbox_acts_inline_filters_searches_and_denies_in_bulk(
         expect(page.locator(f'.inbox-item[data-history-id="{history_id}"]')).to_have_count(0)
         asker.goto(f"/c/{history_id}")
         expect(asker.page.locator("details.msg.tool").last).to_contain_text("Did not run")
+
+
+def test_conversations_are_renamed_searched_and_deleted(app: App) -> None:
+    app.sign_in_as("bob")
+    other = App(page=app.page.context.new_page(), base_url=app.base_url)
+    other.goto("/")
+    _live(other.page)
+    app.say("first of the pair")
+    expect(app.reply()).to_contain_text("You said: first of the pair")
+    history_id = app.history_id()
+    app.page.get_by_role("button", name="Rename").click()
+    app.page.get_by_label("New title").fill("Quarterly plan")
+    app.page.get_by_role("button", name="Save").click()
+    expect(app.page.get_by_role("heading", name="Quarterly plan")).to_be_visible()
+    expect(app.page).to_have_title(re.compile(r"Quarterly plan · handrail$"))
+    # The other tab's list follows the rename (history.renamed).
+    link = other.page.locator(f'.conversation-list a[data-history-id="{history_id}"]')
+    expect(link).to_contain_text("Quarterly plan", timeout=AT_ONCE_MS)
+    other.page.get_by_label("Search conversations").fill("quarterly")
+    expect(link).to_be_visible()
+    visible = other.page.locator(".conversation-list li:not([hidden])")
+    for text in visible.all_inner_texts():
+        assert "quarterly" in text.lower()
+    other.page.get_by_label("Search conversations").fill("no such conversation at all")
+    expect(link).to_be_hidden()
+
+    app.page.get_by_role("button", name="Delete", exact=True).click()
+    app.page.get_by_role("button", name="Delete it").click()
+    expect(app.page).to_have_url(f"{app.base_url}/")
+    expect(other.page.locator(f'a[data-history-id="{history_id}"]')).to_have_count(
+        0, timeout=AT_ONCE_MS
+    )
+
+
+def test_a_permission_level_changes_in_place(app: App) -> None:
+    app.sign_in_as("bob", "/grants")
+    picker = app.page.get_by_label("Level for Clock", exact=True)
+    expect(picker).to_be_visible()
+    options = picker.locator("option").all_inner_texts()
+    # The permission ask's own names.
+    assert "Allow non-consequential read/write tools" in options
+    picker.select_option(label="Allow non-consequential read/write tools")
+    expect(app.page.locator('[data-connection-id="local:clock"]')).to_contain_text(
+        "Level: Allow non-consequential read/write tools"
+    )
+    app.page.reload()
+    expect(app.page.get_by_label("Level for Clock", exact=True)).to_have_value("non-consequential")

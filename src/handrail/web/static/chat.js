@@ -80,6 +80,43 @@ export function chatPage(main, ctx) {
 
   const titleId = uid("chat-title");
   const title = h("h1", { id: titleId, class: "chat-title", tabindex: "-1" }, "New conversation");
+  // Rename and delete the open conversation (PATCH and DELETE /histories/{id}).
+  const renameInput = h("input", { class: "input rename-input", maxlength: 200, "aria-label": "New title" });
+  const renameForm = h(
+    "form",
+    {
+      class: "rename-form",
+      hidden: true,
+      onsubmit: (event) => {
+        event.preventDefault();
+        rename(renameInput.value.trim());
+      },
+    },
+    renameInput,
+    h("button", { class: "btn btn-primary btn-small", type: "submit" }, "Save"),
+    h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: () => showRename(false) }, "Cancel"),
+  );
+  const deleteConfirm = h(
+    "p",
+    { class: "delete-confirm", role: "alert", hidden: true },
+    "Delete this conversation? This cannot be undone. ",
+    h("button", { class: "btn btn-danger btn-small", type: "button", onclick: () => removeConversation() }, "Delete it"),
+    " ",
+    h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: () => (deleteConfirm.hidden = true) }, "Keep it"),
+  );
+  const titleActions = h(
+    "div",
+    { class: "title-actions", hidden: true },
+    h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: () => showRename(true) }, "Rename"),
+    h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: () => (deleteConfirm.hidden = false) }, "Delete"),
+  );
+  const listSearch = h("input", {
+    class: "input conversation-search",
+    type: "search",
+    placeholder: "Search conversations",
+    "aria-label": "Search conversations",
+    oninput: () => filterList(),
+  });
   const transcript = h("div", {
     class: "transcript",
     role: "log",
@@ -185,6 +222,7 @@ export function chatPage(main, ctx) {
       { class: "conversations", open: window.matchMedia("(min-width: 56rem)").matches },
       h("summary", {}, "Conversations"),
       h("button", { class: "btn btn-secondary new-chat", type: "button", onclick: () => ctx.navigate("/") }, "New conversation"),
+      listSearch,
       list,
       more,
     ),
@@ -195,7 +233,7 @@ export function chatPage(main, ctx) {
       "div",
       { class: "chat-layout" },
       ctx.sidebar === false ? null : sidebar,
-      h("section", { class: "chat", "aria-labelledby": titleId }, title, transcript, progress, tryPrompts, form),
+      h("section", { class: "chat", "aria-labelledby": titleId }, title, titleActions, renameForm, deleteConfirm, transcript, progress, tryPrompts, form),
     ),
   );
 
@@ -320,7 +358,50 @@ export function chatPage(main, ctx) {
     transcript.prepend(h("p", { class: "transcript-notice", role: "status" }, message));
   }
 
+  function showRename(on) {
+    renameForm.hidden = !on;
+    if (on) {
+      renameInput.value = state.history && state.history.title ? state.history.title : title.textContent;
+      renameInput.focus();
+      renameInput.select();
+    }
+  }
+
+  async function rename(text) {
+    if (!state.historyId || !text) return;
+    try {
+      const history = await api("PATCH", `/histories/${state.historyId}`, { title: text });
+      if (state.history) state.history.title = history.title;
+      setTitle(history.title);
+      showRename(false);
+      refreshList();
+    } catch (error) {
+      errorLine(error.message);
+    }
+  }
+
+  async function removeConversation() {
+    if (!state.historyId) return;
+    try {
+      await api("DELETE", `/histories/${state.historyId}`);
+      deleteConfirm.hidden = true;
+      ctx.navigate("/");
+    } catch (error) {
+      errorLine(error.message);
+    }
+  }
+
+  function filterList() {
+    const words = listSearch.value.trim().toLowerCase();
+    for (const item of list.children) {
+      const link = item.querySelector("a");
+      if (!link) continue;
+      item.hidden = Boolean(words) && !link.textContent.toLowerCase().includes(words);
+    }
+  }
+
   function setTitle(text) {
+    titleActions.hidden = !state.historyId || state.readOnly;
     title.textContent = text || (state.historyId ? "Untitled conversation" : "New conversation");
     if (ctx.documentTitle === false) return;
     if (ctx.setTitle) ctx.setTitle(`${title.textContent} · handrail`);
@@ -612,6 +693,7 @@ export function chatPage(main, ctx) {
       );
       more.hidden = !page.next;
       markCurrent();
+      filterList();
     } catch {
       // The list is a convenience; the conversation itself still works.
     }

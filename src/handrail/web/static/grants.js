@@ -89,6 +89,35 @@ export function grantsPage(main, ctx) {
     }
   }
 
+  /** Change the level in place, with the names the permission ask uses. */
+  function levelPicker(connection, levels) {
+    const select = h(
+      "select",
+      {
+        class: "input level-select",
+        "aria-label": `Level for ${connection.name}`,
+        onchange: () => save(connection, select.value, select),
+      },
+      connection.level ? null : h("option", { value: "" }, "Choose a level…"),
+      levels.map((level) => h("option", { value: level.id, selected: level.id === connection.level }, level.label)),
+    );
+    return h("p", { class: "level-picker" }, select);
+  }
+
+  async function save(connection, level, select) {
+    if (!level) return;
+    select.disabled = true;
+    try {
+      await api("PUT", `/permissions/${encodeURIComponent(connection.connectionId)}`, { level });
+      const label = select.selectedOptions[0] ? select.selectedOptions[0].textContent : level;
+      status.textContent = `Saved: ${connection.name} is now “${label}”.`;
+      loadLevels();
+    } catch (error) {
+      status.textContent = error.message;
+      select.disabled = false;
+    }
+  }
+
   async function loadLevels() {
     try {
       const data = await get("/permissions");
@@ -117,6 +146,7 @@ export function grantsPage(main, ctx) {
                 h("strong", {}, level ? level.label : "not set (its next use asks)"),
                 level ? h("span", { class: "helper" }, ` — ${level.description}`) : null,
               ),
+              levelPicker(connection, data.levels || []),
               connection.level
                 ? h("button", { class: "btn btn-secondary btn-small", type: "button", "aria-label": `Forget the level for ${connection.name}`, onclick: () => forget(connection) }, "Forget")
                 : null,
