@@ -38,8 +38,10 @@ __all__ = ["RaceFigures", "Server", "race_answers", "two_servers"]
 TOOLS_MODULE: Final = "handrail_race_tools"
 TOOLS_SOURCE: Final = textwrap.dedent(
     '''
-    """The racing test's agent: pay() is consequential, so it waits on an approval."""
+    """The racing test's agent: pay() is consequential, so it waits on an approval;
+    wait_long() takes its time (a turn to stop from another process)."""
 
+    import asyncio
     import os
 
     from handrail.runtime.agent import Agent
@@ -58,6 +60,17 @@ TOOLS_SOURCE: Final = textwrap.dedent(
         with open(os.environ["RACE_LEDGER"], "a", encoding="utf-8") as out:
             out.write(f"{invoice} {os.getpid()}\\n")
         return f"Paid {invoice}."
+
+
+    @ledger.tool(read_only=True, open_world=False)
+    async def wait_long(seconds: int) -> str:
+        """Wait, then say so.
+
+        Args:
+            seconds: How long to wait
+        """
+        await asyncio.sleep(seconds)
+        return "Waited."
 
 
     agents = [Agent("racer", instructions="You pay invoices.", tool_sets=[ledger])]

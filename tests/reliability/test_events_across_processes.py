@@ -121,3 +121,47 @@ async def test_a_rename_crosses_and_replays_on_the_other(
         async with _events(client, two.base, last=first["id"]) as again:
             replayed = await _until(again, "history.renamed", WAIT_S)
             assert replayed["id"] == event["id"]
+
+
+async def test_stop_through_one_process_stops_the_turn_the_other_runs(
+    postgres_cluster: Any, tmp_path: Path
+) -> None:
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)
+    async with (
+        two_servers(url, tmp_path) as (one, two),
+        httpx.AsyncClient(headers=HEADERS, timeout=60) as client,
+        _events(client, two.base) as heard,
+    ):
+        level = await client.put(
+            f"{one.base}/api/permissions/local:ledger", json={"level": "non-consequential"}
+        )
+        assert level.status_code == 200, level.text
+        created = await client.post(f"{one.base}/api/histories", json={})
+        history_id = created.json()["data"]["id"]
+        turn = asyncio.create_task(
+            client.post(
+                f"{one.base}/api/histories/{history_id}/turn",
+                json={"prompt": command("call wait_long", {"seconds": 50})},
+            )
+        )
+        running = await _until(heard, "turn.progress", WAIT_S)
+        while running["data"].get("phase") != "tool":
+            running = await _until(heard, "turn.progress", WAIT_S)
+        assert running["data"]["toolName"] == "wait_long"
+        # Stop goes to process two; process one runs the turn.
+        stopped = await client.post(f"{two.base}/api/histories/{history_id}/stop")
+        assert stopped.status_code == 200, stopped.text
+        assert stopped.json()["data"] == {
+            "historyId": history_id,
+            "stopped": True,
+            "cancelledAsk": None,
+        }
+        result = await asyncio.wait_for(turn, WAIT_S)
+        assert result.status_code == 200
+        finished = await _until(heard, "turn.finished", WAIT_S)
+        assert finished["data"]["stopped"] is True
+        view = await client.get(f"{two.base}/api/histories/{history_id}")
+        rows = view.json()["data"]["rows"]
+        outcome = next(r for r in rows if r["type"] == "tool-result")
+        assert outcome["result"]["code"] == "TOOL_STOPPED"
+        assert view.json()["data"]["pendingAsk"] is None
