@@ -278,3 +278,17 @@ async def test_two_processes_on_postgresql_post_each_event_once(
                 await first.app.state.reach.run_due()
                 await second.app.state.reach.run_due()
     assert [r.headers["webhook-id"] for r in receiver.received] == [delivery["eventId"]]
+
+
+def test_a_webhook_names_only_configured_users_and_agents() -> None:
+    base = {"users": [{"id": "alice", "token": "a" * 20}], "agents": [{"name": "helper"}]}
+    hook_entry = {"name": "ops", "url": "https://hooks.example.com/h", "secret_env": "S"}
+    env = {"S": "a-long-enough-secret"}
+    with pytest.raises(ConfigError, match=r"webhooks\[0\]\.users: 'carol' is not a user"):
+        ServerConfig.from_mapping(
+            {**base, "webhooks": [{**hook_entry, "users": ["carol"]}]}, env=env
+        )
+    with pytest.raises(ConfigError, match=r"webhooks\[0\]\.agents: 'sales' is not an agent"):
+        ServerConfig.from_mapping(
+            {**base, "webhooks": [{**hook_entry, "agents": ["sales"]}]}, env=env
+        )

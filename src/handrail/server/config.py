@@ -311,6 +311,20 @@ class ServerConfig:
         for name in _SECONDS_SETTINGS:
             setattr(self, name, _seconds(getattr(self, name), name))
         self.webhooks = tuple(self.webhooks)
+        agent_names = {agent.name for agent in self.agents}
+        for index, hook in enumerate(self.webhooks):
+            for user_id in hook.users or ():
+                if user_id not in seen_ids:
+                    raise ConfigError(
+                        f"webhooks[{index}].users: {user_id!r} is not a user; the users are "
+                        f"{', '.join(sorted(seen_ids))}"
+                    )
+            for name in hook.agents or ():
+                if name not in agent_names:
+                    raise ConfigError(
+                        f"webhooks[{index}].agents: {name!r} is not an agent; the agents are "
+                        f"{', '.join(sorted(agent_names))}"
+                    )
         if self.email is not None:
             if self.public_url is None:
                 raise ConfigError(
