@@ -7,7 +7,9 @@ the browser renders)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -224,3 +226,17 @@ def test_watch_keeps_the_focus_after_a_tap(phone: App) -> None:
     expect(cards).to_have_count(1)
     # The next card takes the tapped one's place, and the focus.
     expect(cards.first.get_by_role("button", name="Do it")).to_be_focused()
+
+
+def test_every_rule_of_the_stylesheet_is_closed() -> None:
+    # A merge once left a rule open, and the browser dropped every rule after it.
+    css = (Path(__file__).resolve().parents[2] / "src/handrail/web/static/style.css").read_text()
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    depth = 0
+    for number, line in enumerate(css.splitlines(), start=1):
+        starts_rule = bool(line) and not line[0].isspace() and line[0] != "}"
+        # A rule or an @media block starts at the top level (rules inside @media are indented).
+        assert not starts_rule or depth == 0, f"style.css line {number} starts inside an open rule"
+        depth += line.count("{") - line.count("}")
+        assert depth >= 0, f"style.css line {number} closes a rule that is not open"
+    assert depth == 0, "style.css leaves a rule open"
