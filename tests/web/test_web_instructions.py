@@ -116,3 +116,38 @@ def test_an_admin_edits_the_agent_instructions_and_others_read_them(
     finally:
         with demo_server.api("admin") as api:
             api.delete(f"/connections/{connection_id}")
+
+
+def test_the_editor_appears_only_with_template_metadata(app: App, demo_server: DemoServer) -> None:
+    """A connection whose app has no default instructions gets no editor: instructions an admin
+    saved for it through the API are shown read-only, and one with none shows no section."""
+    created: list[str] = []
+    with demo_server.api("admin") as api:
+        for name, extra in (
+            ("Wiki", {"agentInstructions": {"enabled": True, "text": "Search before you save."}}),
+            ("Plain", {}),
+        ):
+            body = {
+                "app": "custom",
+                "name": name,
+                "kind": "mcp-stdio",
+                "mcp": {"command": "handrail-test-no-such-command", "args": []},
+                **extra,
+            }
+            response = api.post("/connections", json=body, timeout=60)
+            assert response.status_code == 201, response.text
+            created.append(response.json()["data"]["id"])
+    try:
+        app.sign_in_as("admin", "/connections")
+        wiki = app.page.locator(f"#connection-{created[0]}")
+        section = wiki.locator("[data-section='instructions']")
+        expect(section).to_contain_text("Search before you save.")
+        expect(section.get_by_role("textbox")).to_have_count(0)
+        expect(section.get_by_role("button")).to_have_count(0)
+        plain = app.page.locator(f"#connection-{created[1]}")
+        expect(plain.get_by_role("heading", name="Plain")).to_be_visible()
+        expect(plain.locator("[data-section='instructions']")).to_have_count(0)
+    finally:
+        with demo_server.api("admin") as api:
+            for connection_id in created:
+                api.delete(f"/connections/{connection_id}")

@@ -26,38 +26,20 @@ function offNotice(name) {
  */
 export function instructionsSection(connection, { admin, template, onSaved, say }) {
   const setting = connection.agentInstructions || null;
-  if (connection.readOnly || (!setting && !template && !admin)) return null;
+  // The editor appears only when explicit template metadata exists (the app's default, or the
+  // template a saved setting came from); instructions saved without one are shown read-only.
+  const hasTemplate = Boolean(template || (setting && setting.template));
+  if (connection.readOnly || (!setting && !hasTemplate)) return null;
   const headingId = uid("instructions");
   const section = h("section", { class: "instructions", "aria-labelledby": headingId, dataset: { section: "instructions" } });
   const heading = h("h4", { id: headingId }, "Agent instructions");
-  if (!admin) {
-    if (!setting) return null;
+  if (!admin || !hasTemplate) {
     replace(
       section,
       heading,
       h("p", { class: "helper" }, setting.enabled ? `Agents that use ${connection.name} are told:` : `Saved for ${connection.name}:`),
       h("p", { class: "instructions-text" }, setting.text),
       setting.enabled ? null : offNotice(connection.name),
-    );
-    return section;
-  }
-  if (!setting && !template && !drafts.has(connection.id)) {
-    replace(
-      section,
-      heading,
-      h("p", { class: "helper" }, "None. Agents get no guidance from this connection."),
-      h(
-        "button",
-        {
-          class: "btn btn-secondary btn-small",
-          type: "button",
-          onclick: () => {
-            drafts.set(connection.id, "");
-            section.replaceWith(instructionsSection(connection, { admin, template, onSaved, say }));
-          },
-        },
-        "Add instructions",
-      ),
     );
     return section;
   }
