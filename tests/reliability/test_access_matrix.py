@@ -16,6 +16,8 @@ from handrail.demo.agent import demo_agent
 @pytest.fixture
 async def notes_api(database_url: str, tmp_path: Path) -> AsyncIterator[Api]:
     async with start_api(database_url, tmp_path, agents=[demo_agent()]) as running:
+        # The event stream ends right after ": ready", so each call of it returns.
+        running.app.state.event_stream_max_s = 0.0
         yield running
 
 

@@ -12,7 +12,9 @@ bounded window the process keeps, or one ``reload`` event (no ``id:``) when that
 the window; the client then reads the state again. The stream opens with ``retry: 3000`` and a
 ``: ready`` comment (sent once the subscription is in place), and a ``: heartbeat`` comment
 follows every `HEARTBEAT_S` seconds of quiet, so proxies keep it open and a dead client is
-noticed. A client that disconnects ends only its own subscription; a server shutting down ends
+noticed. With the app state ``event_stream_max_s`` set, a stream ends after that many seconds
+(the client reconnects with its last id), as a proxy that limits a response's lifetime
+would. A client that disconnects ends only its own subscription; a server shutting down ends
 every stream (its protocol calls the function the route leaves in the scope under
 `END_STREAM_KEY`).
 
@@ -22,6 +24,7 @@ only, as an admin may read another user's history); anyone else naming another u
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Final
@@ -62,15 +65,27 @@ async def _stream(
     user_id: str,
     last_event_id: str | None,
     heartbeat_s: float,
+    max_s: float | None,
 ) -> AsyncIterator[str]:
+    loop = asyncio.get_running_loop()
+    deadline = None if max_s is None else loop.time() + max_s
     async with bus.subscribe(user_id, last_event_id=last_event_id) as subscription:
         request.scope[END_STREAM_KEY] = subscription.end
         yield f"retry: {RETRY_MS}\n: ready\n\n"
         while True:
-            event = await subscription.get(timeout=heartbeat_s)
+            wait = heartbeat_s
+            if deadline is not None:
+                wait = min(wait, deadline - loop.time())
+                if wait <= 0:
+                    return  # the client reconnects with Last-Event-ID
+            event = await subscription.get(timeout=wait)
             if subscription.ended:
                 return
-            yield ": heartbeat\n\n" if event is None else event_lines(event)
+            if event is None:
+                if deadline is None or loop.time() < deadline:
+                    yield ": heartbeat\n\n"
+                continue
+            yield event_lines(event)
 
 
 async def events(
@@ -107,8 +122,19 @@ async def events(
     last = last_event_header or last_event_id
     if last is not None:
         last = last.strip()[:LAST_ID_MAX] or None
-    heartbeat = float(getattr(request.app.state, "event_heartbeat_s", HEARTBEAT_S))
-    return EventStreamResponse(_stream(request, store_of(request).events, whose, last, heartbeat))
+    state = request.app.state
+    heartbeat = float(getattr(state, "event_heartbeat_s", HEARTBEAT_S))
+    max_s = getattr(state, "event_stream_max_s", None)
+    return EventStreamResponse(
+        _stream(
+            request,
+            store_of(request).events,
+            whose,
+            last,
+            heartbeat,
+            None if max_s is None else float(max_s),
+        )
+    )
 
 
 def add_event_routes(router: APIRouter, prefix: str) -> None:
