@@ -27,6 +27,7 @@ what to add, so a new route is never silently left out.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,12 +38,14 @@ from reliability_helpers import db_state
 from server_helpers import TOKENS, Api, command
 from starlette.routing import Mount, Route
 
-from handrail.demo.agent import PLAN_PICKER
+from handrail.demo.agent import DEMO_AGENT_NAME, PLAN_PICKER
 from handrail.server.web import SHELL_PATHS, STATIC_PREFIX
+from handrail.store.outbox import DeliveryRepo, new_delivery
 
 __all__ = [
     "BAD_AUTHORIZATIONS",
     "CANARIES",
+    "CAPABILITY_ROUTES",
     "PUBLIC_ROUTES",
     "Outcome",
     "RouteCall",
@@ -57,8 +60,18 @@ PUBLIC_ROUTES: Final = frozenset(
     {*(f"GET {p}" for p in SHELL_PATHS), f"GET {STATIC_PREFIX}/{{path:path}}", "GET /openapi.json"}
 )
 
-#: Lists an admin reads whole (ids of everyone's things, never their text).
-ADMIN_LISTS: Final = frozenset({"GET /api/audit"})
+#: Routes that need no token because a secret in the URL authorizes them: the OAuth callback
+#: (its ``state``) and an email's one-time answer link (its signed token). Called with no such
+#: secret or a forged one, by anyone, they answer a 4xx, change no row and show nothing.
+CAPABILITY_ROUTES: Final = frozenset(
+    {"GET /api/oauth/callback", "GET /links/{token}", "POST /links/{token}"}
+)
+
+#: Records an admin reads whole (ids of everyone's things, never their text): the audit log
+#: and the delivery log.
+ADMIN_LISTS: Final = frozenset(
+    {"GET /api/audit", "GET /api/deliveries", "GET /api/deliveries/{id}"}
+)
 
 CANARY_TITLE: Final = "canary-title-4b1d"
 CANARY_PROMPT: Final = "canary-prompt-4b1d"
@@ -148,10 +161,17 @@ class World:
     file_id: str
     connection_id: str
     static_file: str
+    delivery_id: str
 
     @property
     def ids(self) -> tuple[str, ...]:
-        return (self.history_id, self.grant_id, self.confirmation_id, self.file_id)
+        return (
+            self.history_id,
+            self.grant_id,
+            self.confirmation_id,
+            self.file_id,
+            self.delivery_id,
+        )
 
 
 async def make_world(api: Api) -> World:
@@ -184,6 +204,19 @@ async def make_world(api: Api) -> World:
         "POST", "/files/upload", files={"file": (CANARY_FILE, b"canary bytes", "text/plain")}
     )
     assert upload.status_code in (200, 201), upload.text
+    # A webhook delivery of an event of hers, already delivered (so no worker picks it up).
+    delivery = dataclasses.replace(
+        new_delivery(
+            event_id=f"evt_{history_id}",
+            channel="webhook",
+            target="canary-hook",
+            user_id="alice",
+            kind="ask.created",
+            payload={"historyId": history_id},
+        ),
+        status="delivered",
+    )
+    assert await DeliveryRepo(api.store.db).enqueue(delivery)
     static = await api.client.get("/")
     match = re.search(r'/static/([\w./-]+\.js)"', static.text)
     assert match, "the shell names no script"
@@ -195,6 +228,7 @@ async def make_world(api: Api) -> World:
         file_id=upload.json()["data"]["id"],
         connection_id="local:notes",
         static_file=match.group(1),
+        delivery_id=delivery.id,
     )
 
 
@@ -218,6 +252,9 @@ def _path_value(call: RouteCall, name: str, world: World) -> str:
         "connections": world.connection_id,
         "static": world.static_file,
         "approvals": world.history_id,
+        "deliveries": world.delivery_id,
+        "links": "forged-link-token",
+        "agents": DEMO_AGENT_NAME,
     }
     resource = _resource(call.template)
     if resource not in values:
@@ -297,7 +334,7 @@ def _url(call: RouteCall, world: World) -> str:
 
 #: Path resources that are not alice's alone: a connection is everyone's (its id also names
 #: the caller's own level for it), and the web UI's pages and files are the same for everyone.
-SHARED_RESOURCES: Final = frozenset({"permissions", "connections", "c", "static"})
+SHARED_RESOURCES: Final = frozenset({"permissions", "connections", "c", "static", "agents"})
 
 
 def _names_alices(call: RouteCall, body: Mapping[str, Any]) -> bool:
@@ -359,6 +396,33 @@ async def _send(
     return await api.client.request(call.method, url, headers=headers, **body)
 
 
+async def _check_capability(
+    api: Api,
+    call: RouteCall,
+    url: str,
+    bodies: list[dict[str, Any]],
+    world: World,
+    outcome: Outcome,
+) -> None:
+    """Without the secret its URL must carry, a capability route refuses everyone alike (a
+    4xx), changes no row and shows nothing of alice's: a token does not stand in for it."""
+    authorizations = (None, *BAD_AUTHORIZATIONS, *(f"Bearer {TOKENS[u]}" for u in TOKENS))
+    for authorization in authorizations:
+        for body in bodies:
+            before = await db_state(api)
+            response = await _send(api, call, url, body, authorization)
+            outcome.calls += 1
+            outcome.statuses.setdefault(str(authorization), []).append(response.status_code)
+            after = await db_state(api)
+            what = f"{authorization!r} {body or ''}"
+            if not 400 <= response.status_code < 500:
+                outcome.problems.append(f"{what}: {response.status_code}, not a 4xx")
+            if after != before:
+                outcome.problems.append(f"{what}: a refused call changed rows")
+            if leaked := _leaks(response, world, url):
+                outcome.problems.append(f"{what} saw {leaked}")
+
+
 async def _check_admin_only(
     api: Api,
     call: RouteCall,
@@ -399,6 +463,10 @@ async def check_route(api: Api, call: RouteCall) -> Outcome:
         outcome.calls += 1
         outcome.statuses.setdefault(who, []).append(response.status_code)
 
+    if call.key in CAPABILITY_ROUTES:
+        await _check_capability(api, call, url, bodies, world, outcome)
+        return outcome
+
     for authorization in (None, *BAD_AUTHORIZATIONS):
         who = "anonymous" if authorization is None else "bad token"
         response = await _send(api, call, url, bodies[0], authorization)
@@ -431,6 +499,9 @@ async def check_route(api: Api, call: RouteCall) -> Outcome:
             elif call.public:
                 if response.status_code != 200:
                     outcome.problems.append(f"{what}: {response.status_code} on a public route")
+            elif user == "root" and call.key in ADMIN_LISTS:
+                if response.status_code != 200:
+                    outcome.problems.append(f"{what}: {response.status_code} on an admin's record")
             elif _names_alices(call, body):
                 if response.status_code not in (403, 404) or not (
                     _is_problem(response, response.status_code)
