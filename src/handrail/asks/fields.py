@@ -195,6 +195,8 @@ def check_field_value(
 ) -> None:
     """Check one value of a form field against its type's rules (see the module docstring)."""
     field_type = field.get("type")
+    if not isinstance(field_type, str):
+        return  # not a field type at all (the ask's own check reports it), so no rule applies
     if field_type in TEXT_CAPS:
         if not isinstance(value, str):
             _mismatch(errors, path, field_type, value, default=default)
