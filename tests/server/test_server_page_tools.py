@@ -244,6 +244,10 @@ async def test_bad_page_tools_are_a_clear_400(tmp_path: Path) -> None:
         assert bad.problem is not None
         assert bad.problem["title"] == "Invalid pageTools"
         assert set(bad.problem["fields"]) == {"pageTools.origin", "pageTools.tools[0]"}
+        # The refused prompt started no conversation (page tools are checked before any row).
+        listed = await api.request("GET", "/histories")
+        assert listed.status_code == 200
+        assert listed.json()["data"] == []
         other = await api.request(
             "POST",
             "/prompt",

@@ -131,6 +131,7 @@ async def test_info_needs_a_token_and_says_which_model(plain: httpx.AsyncClient)
         ],
         "playbook": [],
         "playbookNotes": {},
+        "maxUploadBytes": 10 * 1024 * 1024,
     }
     assert (await plain.get("/api/demo")).status_code == 404
 

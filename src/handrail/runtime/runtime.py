@@ -256,10 +256,13 @@ class Runtime:
         if not isinstance(prompt, str) or not prompt.strip():
             raise PromptRequired("Send a non-empty prompt.")
         state: TurnState | None = None
+        page: PageTools | None = None
         if history_id is None:
-            history = await self.store.histories.create(
-                principal.user_id, agent=self.agent_named(agent).name
-            )
+            new_agent = self.agent_named(agent)
+            if page_tools is not None:
+                # Checked before anything is stored: a refused prompt creates no conversation.
+                page = read_page_tools(page_tools, agent=new_agent, timeout=self.page_tool_timeout)
+            history = await self.store.histories.create(principal.user_id, agent=new_agent.name)
             await self.publish(
                 UserEvent(
                     kind="history.created",
@@ -277,9 +280,9 @@ class Runtime:
                 state = await self.recovery.settle(state)
                 history = _owned(principal, history_id, state.history if state else None)
         the_agent = self.agent_for(history)
-        page: PageTools | None = None
         if page_tools is not None:
-            page = read_page_tools(page_tools, agent=the_agent, timeout=self.page_tool_timeout)
+            if page is None:
+                page = read_page_tools(page_tools, agent=the_agent, timeout=self.page_tool_timeout)
             the_agent = self.with_page_tools(the_agent, page)
         model = self.model_for(the_agent)
         resolved = await resolve_instructions(
