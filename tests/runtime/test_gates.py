@@ -123,7 +123,7 @@ async def test_notes_at_non_consequential(store: Store) -> None:
     assert ask["toolName"] == "delete_note"
     assert ask["input"] == {
         "title": "delete_note",
-    "prompt": "Allow delete_note, title: Old draft?",
+        "prompt": "Allow delete_note, title: Old draft?",
         "confirmLabel": "Allow",
         "denyLabel": "Deny",
     }
