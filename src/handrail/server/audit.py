@@ -34,6 +34,7 @@ from ..store.connections import ActivityRecord
 from ..store.paging import Position
 from .auth import Caller
 from .bodies import read_json, runtime_of, store_of
+from .connections import ACTIVITY_SCHEMA
 from .openapi import JsonSchema, body, json_ok, problems
 from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
 from .problems import ok
@@ -220,21 +221,16 @@ async def answer_approval(
     return ok(request, out)
 
 
+#: An audit record is an activity record with the gate's conversation, owner and tool.
 AUDIT_SCHEMA: Final[JsonSchema] = {
+    **ACTIVITY_SCHEMA,
     "title": "AuditRecord",
-    "type": "object",
     "properties": {
-        "id": {"type": "string"},
-        "actor": {"type": "string"},
-        "action": {"type": "string"},
-        "subject": {"type": "string"},
-        "changes": {"type": "object"},
-        "created": {"type": "string", "format": "date-time"},
+        **ACTIVITY_SCHEMA["properties"],
         "historyId": {"type": "string"},
         "ownerId": {"type": "string"},
         "tool": {"type": "string"},
     },
-    "required": ["id", "actor", "action", "subject", "changes", "created"],
 }
 APPROVAL_ITEM: Final[JsonSchema] = {
     "title": "ApprovalWaiting",

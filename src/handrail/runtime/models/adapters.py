@@ -32,6 +32,7 @@ an `AdapterError` naming the adapter and the way forward, never a traceback.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import json
@@ -210,8 +211,10 @@ def _events(text: str, calls: Sequence[ToolCall]) -> list[ModelEvent]:
     return events
 
 
-class _Adapter:
-    """What both adapters share: the session bookkeeping and the reply."""
+class _Adapter(abc.ABC):
+    """What both adapters share: the session bookkeeping and the reply. Each adapter names
+    itself (`label`, for errors) and makes the exchange (`_exchange`: the step request's JSON
+    out, the reply's bytes back)."""
 
     supports_tools = True
 
@@ -221,11 +224,11 @@ class _Adapter:
         self.sessions = _Sessions()
 
     @property
-    def label(self) -> str:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def label(self) -> str: ...
 
-    async def _exchange(self, body: dict[str, Any], snapshot: Snapshot | None) -> bytes:
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def _exchange(self, body: dict[str, Any], snapshot: Snapshot | None) -> bytes: ...
 
     @storable_stream
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
