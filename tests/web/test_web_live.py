@@ -96,6 +96,7 @@ def test_an_answer_in_one_tab_shows_in_the_others_at_once(
 def test_a_second_user_sees_nothing_of_it(app: App, second_tab: App) -> None:
     second_tab.sign_in_as("alice", "/inbox")
     _live(second_tab.page)
+    second_tab.page.wait_for_timeout(1000)  # the inbox's first load (earlier tests' asks) lands
     items_before = second_tab.page.locator(".inbox-item").count()
     app.sign_in_as("bob")
     history_id = _ask(app, "Only bob's")
