@@ -18,6 +18,7 @@ ROUTES = {
     ("/api/histories", "post"),
     ("/api/histories", "get"),
     ("/api/histories/pendingAsks", "get"),
+    ("/api/inbox", "get"),
     ("/api/histories/{id}", "get"),
     ("/api/histories/{id}", "patch"),
     ("/api/histories/{id}", "delete"),
@@ -146,6 +147,7 @@ async def test_headless_routes_need_asks(tmp_path: Path) -> None:
     async with start_api(sqlite_url(tmp_path), tmp_path, agents=agents) as api:
         paths = set((await _document(api))["paths"])
         assert "/api/histories/pendingAsks" not in paths
+        assert "/api/inbox" not in paths
         assert "/api/histories/{id}/turn" not in paths
         assert "/api/prompt" in paths
 

@@ -21,7 +21,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0010"
+HEAD = "0011"
 
 TABLES = {
     "activity",

@@ -32,6 +32,7 @@ from .deliveries import add_delivery_routes
 from .events import add_event_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
+from .inbox import add_inbox_routes
 from .info import add_info_routes
 from .instructions import add_instruction_routes
 from .links import add_link_routes
@@ -138,6 +139,8 @@ def create_app(
     prefix = config.api_prefix
     add_chat_routes(app.router, prefix)
     add_history_routes(app.router, prefix, asks_enabled=config.asks_enabled)
+    if config.asks_enabled:
+        add_inbox_routes(app.router, prefix)  # GET /inbox: pending asks, searchable
     add_upload_routes(app.router, prefix)
     add_grant_routes(app.router, prefix)
     add_confirmation_routes(app.router, prefix)

@@ -21,7 +21,15 @@ from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .body_check import body_check
 from .openapi import body, json_ok, problems, ref
-from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
+from .paging import (
+    DEFAULT_LIMIT,
+    Cursor,
+    Limit,
+    Search,
+    decode_cursor,
+    paged_ok,
+    paged_response,
+)
 from .problems import HEADLESS_PROBLEMS, forbidden, not_found, ok, problem_for
 from .views import history_json, pending_ask_summary
 
@@ -126,10 +134,18 @@ async def create_history(request: Request, principal: Caller) -> JSONResponse:
 
 
 async def list_histories(
-    request: Request, principal: Caller, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None
+    request: Request,
+    principal: Caller,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: Cursor = None,
+    q: Search = None,
 ) -> Response:
     after = decode_cursor(cursor, "histories", principal.user_id)
-    page = await store_of(request).histories.list_page(principal.user_id, limit=limit, after=after)
+    histories = store_of(request).histories
+    if q is None:
+        page = await histories.list_page(principal.user_id, limit=limit, after=after)
+    else:
+        page = await histories.search_page(principal.user_id, q, limit=limit, after=after)
     return await paged_response(
         request, page, history_json, list_name="histories", user_id=principal.user_id, limit=limit
     )
@@ -301,11 +317,13 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
         operation_id="listHistories",
         tags=["histories"],
         summary="The caller's conversations, newest first, a page at a time",
-        description="Newest (by created) first. At most limit items; when more follow, the "
-        'Link header holds the next page\'s URL (rel="next"). Follow it until a page has none.',
+        description="Newest (by created) first. With q, only the conversations whose title or "
+        "a message's text (the person's or the agent's) holds q, case-insensitively. At most "
+        "limit items; when more follow, the Link header holds the next page's URL "
+        '(rel="next", q kept). Follow it until a page has none.',
         responses={
             **paged_ok({"type": "array", "items": ref("HistorySummary")}, "A page of histories."),
-            **problems(400, notes={400: "limit or cursor is not valid; fields names it."}),
+            **problems(400, notes={400: "limit, cursor or q is not valid; fields names it."}),
         },
     )
     if asks_enabled:

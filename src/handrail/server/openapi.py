@@ -106,9 +106,29 @@ def _ask_components() -> dict[str, JsonSchema]:
         "TurnRequest": turn_request,
         "TurnResult": turn_result,
         "PendingAsk": pending,
+        "InboxItem": _inbox_item(pending),
         "SimpleCard": card,
         "AskAnswer": ask_answer,
     }
+
+
+def _inbox_item(pending: JsonSchema) -> JsonSchema:
+    """An item of ``GET /inbox``: a ``pendingAsks`` item, the conversation's agent, and the ask
+    as the history view shows it."""
+    item = copy.deepcopy(pending)
+    item["title"] = "InboxItem"
+    item["description"] = (
+        "A pendingAsks item (a gate as a plain ask of its kind), with the conversation's agent "
+        "and the ask as the history view shows it (origin, expiresAt, toolName...)."
+    )
+    item.pop("additionalProperties", None)
+    item["properties"] = {
+        **item.get("properties", {}),
+        "agent": {"type": "string", "description": "The conversation's agent."},
+        "pendingAsk": ref("StoredPendingAsk"),
+    }
+    item["required"] = [*item.get("required", []), "agent", "pendingAsk"]
+    return item
 
 
 def _problem() -> JsonSchema:

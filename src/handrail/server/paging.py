@@ -32,6 +32,7 @@ from pydantic_core import PydanticCustomError
 
 from ..errors import BadRequest
 from ..store.paging import MAX_LIMIT, Page, Position
+from ..store.search import QUERY_MAX
 from .openapi import json_ok
 from .problems import ok
 
@@ -42,6 +43,7 @@ __all__ = [
     "YIELD_EVERY",
     "Cursor",
     "Limit",
+    "Search",
     "decode_cursor",
     "encode_cursor",
     "next_link",
@@ -104,6 +106,37 @@ Cursor = Annotated[
         description="Where the page starts: copied from the Link header's next URL of the page "
         "before (opaque; leave it out for the first page). A cursor that is not one this list "
         "gave the caller is a 400 naming cursor.",
+    ),
+]
+
+
+_SEARCH_MESSAGE: Final = (
+    f"must be 1 to {QUERY_MAX} characters of text (no control characters); leave it out to "
+    "list everything"
+)
+
+
+def _search(value: object) -> str | None:
+    """A ``q`` query value trimmed (None when blank), or the error that names the fix."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise PydanticCustomError("search", _SEARCH_MESSAGE)
+    query = value.strip()
+    if len(query) > QUERY_MAX or any(ord(c) < 32 or 0xD800 <= ord(c) < 0xE000 for c in query):
+        raise PydanticCustomError("search", _SEARCH_MESSAGE)
+    return query or None
+
+
+#: The ``q`` query parameter of a searchable list: only the items that hold it.
+Search = Annotated[
+    str | None,
+    BeforeValidator(_search),
+    Query(
+        description=f"Only the items whose text holds this, case-insensitively (a substring, "
+        f"1 to {QUERY_MAX} characters, trimmed; blank lists everything). The Link header's "
+        "next URL keeps it. Anything else is a 400 naming q.",
+        json_schema_extra={"maxLength": QUERY_MAX},
     ),
 ]
 

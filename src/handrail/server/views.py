@@ -18,6 +18,7 @@ from ..store.records import FileRecord, History, StoredRow
 __all__ = [
     "file_json",
     "history_json",
+    "inbox_item",
     "pending_ask_summary",
     "public_pending_ask",
 ]
@@ -55,6 +56,16 @@ def pending_ask_summary(history: History) -> dict[str, Any]:
     out.update(pending.public("summary"))
     out.setdefault("created", iso(history.updated))
     return out
+
+
+def inbox_item(history: History) -> dict[str, Any]:
+    """One entry of ``GET /inbox``: the ``pendingAsks`` entry, with the conversation's agent
+    and the ask as the history view shows it (its gate, expiry, held tool)."""
+    return {
+        **pending_ask_summary(history),
+        "agent": history.agent,
+        "pendingAsk": public_pending_ask(history.pending_ask),
+    }
 
 
 def file_json(record: FileRecord) -> dict[str, Any]:

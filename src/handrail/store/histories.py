@@ -14,7 +14,19 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast, get_args
 
-from sqlalchemy import Connection, Integer, bindparam, delete, insert, select, tuple_, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    Text,
+    bindparam,
+    delete,
+    exists,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 
 from handrail._util import new_id, utc_now
 from handrail.asks.pending import PendingAsk
@@ -35,6 +47,7 @@ from handrail.store.records import (
     TurnLease,
 )
 from handrail.store.requests import insert_request
+from handrail.store.search import ask_key, like_pattern, search_key, text_key
 from handrail.store.tables import grants, histories, history_rows
 
 __all__ = [
@@ -51,8 +64,11 @@ ASK_STATUSES: Final[tuple[str, ...]] = get_args(AskStatus)
 H = histories.c
 R = history_rows.c
 
+#: The columns a `History` is read from (not the search keys, which only queries read).
+_COLUMNS = tuple(c for c in histories.c if c.name not in ("title_key", "ask_key"))
+
 # The statements of every turn, built once.
-_GET = Prepared(select(histories).where(H.id == bindparam("history_id"), H.deleted_at.is_(None)))
+_GET = Prepared(select(*_COLUMNS).where(H.id == bindparam("history_id"), H.deleted_at.is_(None)))
 _ROWS = Prepared(
     select(R.seq, R.data, R.ask_status, R.created)
     .join(histories, H.id == R.history_id)
@@ -101,6 +117,8 @@ class HistoryRepo:
             "created": now,
             "updated": now,
             "deleted_at": None,
+            "title_key": search_key(title),
+            "ask_key": None,
         }
         await self._db.write(_insert_history, values)
         return _history_from(values)
@@ -121,6 +139,26 @@ class HistoryRepo:
         ``(created, id)`` descending, after `after` (a `Page.next`)."""
         checked = checked_limit(limit)
         return await self._db.read(_page, owner_id, pending=False, limit=checked, after=after)
+
+    async def search_page(
+        self, owner_id: str, query: str, *, limit: int, after: Position | None = None
+    ) -> Page[History]:
+        """`list_page` of the owner's histories whose title or a message's text holds `query`,
+        case-insensitively (see `handrail.store.search`)."""
+        checked = checked_limit(limit)
+        return await self._db.read(
+            _page, owner_id, pending=False, limit=checked, after=after, query=query
+        )
+
+    async def pending_search_page(
+        self, owner_id: str, query: str, *, limit: int, after: Position | None = None
+    ) -> Page[History]:
+        """`pending_page` of the histories whose pending ask's title or prompt (a clarify
+        ask's questions), or whose title, holds `query`, case-insensitively."""
+        checked = checked_limit(limit)
+        return await self._db.read(
+            _page, owner_id, pending=True, limit=checked, after=after, query=query
+        )
 
     async def pending(self, owner_id: str) -> builtins.list[History]:
         """The owner's histories that wait on an ask, newest ask first. All of them: a server
@@ -208,14 +246,25 @@ def load_history(connection: Connection, history_id: str) -> tuple[History, list
 
 
 @functools.cache
-def _list_query(pending: bool, paged: bool, after: bool) -> Prepared:
+def _list_query(pending: bool, paged: bool, after: bool, search: bool = False) -> Prepared:
     """A list's statement, built once per shape. The ``WHERE`` repeats the partial index's
     own terms (``deleted_at IS NULL``, and ``pending_created IS NOT NULL`` for the pending
-    list), so both SQLite and PostgreSQL read a page as one range of that index."""
+    list), so both SQLite and PostgreSQL read a page as one range of that index. A search
+    adds its match (``pattern``, see `handrail.store.search`): the ask's key or the title's
+    for the pending list, else the title's or any message row's (by the rows' primary key)."""
     at = H.pending_created if pending else H.created
-    query = select(histories).where(H.owner_id == bindparam("owner"), H.deleted_at.is_(None))
+    query = select(*_COLUMNS).where(H.owner_id == bindparam("owner"), H.deleted_at.is_(None))
     if pending:
         query = query.where(H.pending_created.is_not(None))
+    if search:
+        pattern = bindparam("pattern", type_=Text)
+        if pending:
+            query = query.where(
+                or_(H.ask_key.like(pattern, escape="\\"), H.title_key.like(pattern, escape="\\"))
+            )
+        else:
+            in_rows = exists().where(R.history_id == H.id, R.text_key.like(pattern, escape="\\"))
+            query = query.where(or_(H.title_key.like(pattern, escape="\\"), in_rows))
     if after:
         query = query.where(
             tuple_(at, H.id)
@@ -234,14 +283,18 @@ def _page(
     pending: bool,
     limit: int | None,
     after: Position | None,
+    query: str | None = None,
 ) -> Page[History]:
     params: dict[str, Any] = {"owner": owner_id}
+    if query is not None:
+        params["pattern"] = like_pattern(query)
     if after is not None:
         params["after_at"] = after.at
         params["after_id"] = after.id
     if limit is not None:
         params["limit"] = limit + 1  # one more says whether another page follows
-    rows = _list_query(pending, limit is not None, after is not None).all(connection, params)
+    shape = _list_query(pending, limit is not None, after is not None, query is not None)
+    rows = shape.all(connection, params)
     next_page: Position | None = None
     if limit is not None and len(rows) > limit:
         del rows[limit:]
@@ -296,6 +349,7 @@ def _row_columns(data: Mapping[str, Any]) -> dict[str, Any]:
         "tool_call_id": tool_call_id,
         "ask_status": ask_status,
         "data": dict(data),
+        "text_key": text_key(data),
     }
 
 
@@ -343,10 +397,12 @@ def _compare_and_set(set_pending: bool, set_title: bool) -> Prepared:
     if set_pending:
         values["pending_ask"] = bindparam("new_pending_ask", type_=H.pending_ask.type)
         values["pending_created"] = bindparam("new_pending_created", type_=H.pending_created.type)
+        values["ask_key"] = bindparam("new_ask_key", type_=H.ask_key.type)
     else:
         returning.append(H.pending_ask)
     if set_title:
         values["title"] = bindparam("new_title", type_=H.title.type)
+        values["title_key"] = bindparam("new_title_key", type_=H.title_key.type)
     else:
         returning.append(H.title)
     return Prepared(
@@ -395,8 +451,10 @@ def _apply(
         pending = cast("PendingAsk | None", change.pending_ask)
         params["new_pending_ask"] = None if pending is None else pending.to_json()
         params["new_pending_created"] = None if pending is None else _ask_created(pending, now)
+        params["new_ask_key"] = ask_key(pending)
     if set_title:
         params["new_title"] = change.title
+        params["new_title_key"] = search_key(cast("str | None", change.title))
     row = _compare_and_set(set_pending, set_title).first(connection, params)
     if row is None:
         raise _why_not_updated(connection, history_id, expected_version)
@@ -449,11 +507,13 @@ def _apply(
 
 
 def _touch(connection: Connection, history_id: str, values: dict[str, Any]) -> History:
+    if "title" in values:
+        values = {**values, "title_key": search_key(values["title"])}
     row = connection.execute(
         update(histories)
         .where(H.id == history_id, H.deleted_at.is_(None))
         .values(version=H.version + 1, updated=utc_now(), **values)
-        .returning(*histories.c)
+        .returning(*_COLUMNS)
     ).first()
     if row is None:
         raise history_not_found(history_id)

@@ -71,6 +71,9 @@ histories = Table(
     Column("created", UTCDateTime, nullable=False),
     Column("updated", UTCDateTime, nullable=False),
     Column("deleted_at", UTCDateTime, nullable=True),
+    # What a search matches, case-folded (see `handrail.store.search`).
+    Column("title_key", Text, nullable=True),
+    Column("ask_key", Text, nullable=True),
     # The two lists, each one range of its own partial index (see `store.paging`).
     Index(
         None,
@@ -107,6 +110,8 @@ history_rows = Table(
     Column("ask_status", String(16), nullable=True),
     Column("data", JSONData, nullable=False),
     Column("created", UTCDateTime, nullable=False),
+    # A message's text, case-folded, for search (see `handrail.store.search`).
+    Column("text_key", Text, nullable=True),
     PrimaryKeyConstraint("history_id", "seq"),
     Index(None, "history_id", "tool_call_id"),
 )
