@@ -44,8 +44,14 @@ class DemoServer:
     @classmethod
     @contextmanager
     def running(
-        cls, folder: Path, *, env_extra: dict[str, str] | None = None
+        cls,
+        folder: Path,
+        *,
+        env_extra: dict[str, str] | None = None,
+        args_extra: list[str] | None = None,
     ) -> Iterator[DemoServer]:
+        """Run it until the block ends; `args_extra` go to ``handrail demo`` (such as
+        ``["--log-level", "info"]``, which writes uvicorn's access log to `log`)."""
         port = free_port()
         log = folder / "server.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("HANDRAIL_")}
@@ -61,6 +67,7 @@ class DemoServer:
             str(port),
             "--database",
             str(folder / "handrail.db"),
+            *(args_extra or []),
         ]
         with log.open("wb") as out:
             process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -38,6 +38,7 @@ SHELL_PATHS: Final = (
     "/grants",
     "/connections",
     "/agents",
+    "/deliveries",
     "/c/{historyId}",
 )
 PREFIX_MARKER: Final = "__HANDRAIL_API_PREFIX__"

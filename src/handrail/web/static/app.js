@@ -6,6 +6,7 @@ import { agentsPage } from "./agents.js";
 import { auth, get, getPage, onUnauthorized } from "./api.js";
 import { chatPage } from "./chat.js";
 import { connectionsPage } from "./connections.js";
+import { deliveriesPage } from "./deliveries.js";
 import { h, replace } from "./dom.js";
 import { grantsPage } from "./grants.js";
 import { inboxPage } from "./inbox.js";
@@ -24,6 +25,7 @@ const ROUTES = [
   { pattern: /^\/grants$/, page: grantsPage, nav: "grants", title: "Grants" },
   { pattern: /^\/connections$/, page: connectionsPage, nav: "connections", title: "Connections" },
   { pattern: /^\/agents$/, page: agentsPage, nav: "agents", title: "Agents" },
+  { pattern: /^\/deliveries$/, page: deliveriesPage, nav: "deliveries", title: "Deliveries" },
 ];
 
 const NAV = [
@@ -33,6 +35,8 @@ const NAV = [
   { id: "grants", href: "/grants", label: "Grants" },
   { id: "connections", href: "/connections", label: "Connections" },
   { id: "agents", href: "/agents", label: "Agents" },
+  // For admins: the log of webhooks and emails (others reach theirs by its address).
+  { id: "deliveries", href: "/deliveries", label: "Deliveries", admin: true },
 ];
 
 const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, firstRender: true, baseTitle: "handrail", refreshing: 0 };
@@ -105,7 +109,7 @@ function header(route) {
     h(
       "ul",
       {},
-      NAV.map((item) =>
+      NAV.filter((item) => !item.admin || user.isAdmin).map((item) =>
         h(
           "li",
           {},

@@ -244,6 +244,8 @@ export function inboxPage(main, ctx) {
       items = full;
       refreshChoices();
       show();
+      // For tests (and anyone waiting): the list shows what the server said at least once.
+      list.dataset.loaded = "true";
       ctx.refreshPending();
     } catch (error) {
       status.textContent = error.message;

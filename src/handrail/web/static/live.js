@@ -4,11 +4,34 @@
 // listener reads its state again. The stream is read with fetch (the bearer token goes in a
 // header, never a URL); a broken link reconnects with Last-Event-ID, and the reconnection is
 // itself announced as a "reload" (what changed meanwhile is read again).
+//
+// All the tabs of one browser share ONE stream (a browser opens about 6 connections per host
+// on HTTP/1.1, so a stream per tab would leave a seventh tab hanging). The tabs signed in with
+// the same token elect a leader with the Web Locks API: the tab holding the lock
+// "handrail.events.<key>" reads the stream and relays each event, and whether the stream is
+// open, over the BroadcastChannel of the same name; the others listen there. When the leader
+// goes (its tab closes), the lock passes to a waiting tab, which opens the stream with the
+// last event id it heard (Last-Event-ID), so the server replays what came meanwhile (or says
+// "reload"). Sign-out closes the stream, leaves the channel and drops the lock in every tab.
+// A browser without Web Locks or BroadcastChannel opens a stream per tab, as before.
 
 import { API_PREFIX, auth } from "./api.js";
 
 const listeners = new Set();
-const state = { controller: null, lastId: null, retryMs: 3000, timer: 0, token: null, connected: false };
+const state = {
+  controller: null,
+  lastId: null,
+  retryMs: 3000,
+  timer: 0,
+  token: null,
+  connected: false,
+  // Sharing the stream between tabs:
+  channel: null, // the BroadcastChannel of this token's tabs
+  lockAbort: null, // aborts this tab's wait for the leader's lock
+  release: null, // gives the lock up (this tab leads)
+  leader: false,
+  heardLeader: false, // another tab led before: taking over is a reconnection
+};
 
 /** Call `fn(event)` for each event from now on; returns the function that stops it. */
 export function onEvent(fn) {
@@ -26,27 +49,108 @@ function emit(event) {
   }
 }
 
+/** Tell the other tabs (when this one leads). */
+function relay(message) {
+  if (state.leader && state.channel) state.channel.postMessage(message);
+}
+
+/** An event read from the stream: this tab's listeners, then the other tabs'. */
+function deliver(event, id) {
+  if (id) state.lastId = id;
+  emit(event);
+  relay({ type: "event", id: id || null, event });
+}
+
 function setConnected(value) {
   state.connected = value;
   // For people (a status line could show it) and for tests: "on" once the stream is in place.
   document.documentElement.dataset.live = value ? "on" : "off";
+  // For tests and the curious: whether this tab reads the stream or hears it from another.
+  document.documentElement.dataset.liveRole = state.channel ? (state.leader ? "leader" : "follower") : "own";
+  relay({ type: "live", on: value, lastId: state.lastId });
+}
+
+/** A short, non-secret name for a token: the tabs of one sign-in share a lock and channel. */
+function keyOf(token) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < token.length; i += 1) {
+    hash ^= token.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, "0");
+}
+
+function canShare() {
+  return typeof BroadcastChannel === "function" && Boolean(navigator.locks && navigator.locks.request);
 }
 
 /** Open the stream for the signed-in user (again, after a sign-in; a no-op when open). */
 export function startLive() {
   const token = auth.token;
   if (!token) return;
-  if (state.controller && state.token === token) return;
+  if (state.token === token && (state.controller || state.channel)) return;
   stopLive();
   state.token = token;
-  connect(false);
+  if (!canShare()) {
+    connect(false);
+    return;
+  }
+  const name = `handrail.events.${keyOf(token)}`;
+  const channel = new BroadcastChannel(name);
+  const lockAbort = new AbortController();
+  state.channel = channel;
+  state.lockAbort = lockAbort;
+  channel.onmessage = (message) => {
+    if (state.channel === channel) heard(message.data);
+  };
+  navigator.locks
+    .request(name, { signal: lockAbort.signal }, () => {
+      if (state.channel !== channel) return undefined; // stopped while waiting
+      // This tab leads until it stops (sign-out) or closes: the lock is held until then.
+      return new Promise((resolve) => {
+        state.release = resolve;
+        state.leader = true;
+        connect(state.heardLeader);
+      });
+    })
+    .catch(() => {}); // aborted: this tab stopped before it led
+  setConnected(false);
+  channel.postMessage({ type: "hello" }); // the leader answers with whether the stream is open
 }
 
-/** Close the stream (sign-out). */
+/** A message of the other tabs of this sign-in. */
+function heard(message) {
+  if (!message || typeof message !== "object") return;
+  if (message.type === "hello") {
+    if (state.leader) relay({ type: "live", on: state.connected, lastId: state.lastId });
+    return;
+  }
+  if (state.leader) return; // only a leader's messages count, and this tab is it
+  if (message.type === "live") {
+    state.heardLeader = true;
+    if (message.lastId) state.lastId = message.lastId;
+    setConnected(Boolean(message.on));
+  } else if (message.type === "event" && message.event) {
+    state.heardLeader = true;
+    if (message.id) state.lastId = message.id;
+    emit(message.event);
+  }
+}
+
+/** Close the stream (sign-out): this tab's, and its part in the shared one. */
 export function stopLive() {
   clearTimeout(state.timer);
   if (state.controller) state.controller.abort();
   state.controller = null;
+  if (state.leader) relay({ type: "live", on: false, lastId: state.lastId });
+  if (state.release) state.release();
+  if (state.lockAbort) state.lockAbort.abort();
+  if (state.channel) state.channel.close();
+  state.channel = null;
+  state.lockAbort = null;
+  state.release = null;
+  state.leader = false;
+  state.heardLeader = false;
   state.token = null;
   state.lastId = null;
   setConnected(false);
@@ -73,7 +177,7 @@ async function connect(again) {
       opened = true;
       setConnected(true);
       // Back after a break: whatever the replay does not cover is read again.
-      if (again && !state.lastId) emit({ kind: "reload", data: { reason: "reconnected" } });
+      if (again && !state.lastId) deliver({ kind: "reload", data: { reason: "reconnected" } }, null);
     });
   } catch (error) {
     if (controller.signal.aborted) return;
@@ -109,8 +213,7 @@ async function read(reader, onReady) {
       } catch {
         continue;
       }
-      if (id) state.lastId = id;
-      emit(event);
+      deliver(event, id);
     }
   }
 }
