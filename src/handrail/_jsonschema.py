@@ -59,7 +59,9 @@ _IGNORED: Final = frozenset(
 )  # fmt: skip
 
 
-def check_instance(schema: Any, value: Any, *, strict: bool, root: str = "(input)") -> list[str]:
+def check_instance(
+    schema: Any, value: Any, *, strict: bool, root: str = "(input)", bounds: bool = False
+) -> list[str]:
     """What is wrong with `value`, a tool's input, for `schema`, as sentences; empty when it
     fits. A value that is not an object is refused; `root` names it in messages.
 
@@ -74,13 +76,18 @@ def check_instance(schema: Any, value: Any, *, strict: bool, root: str = "(input
     ``additionalProperties`` is ``false``. Any other schema (``anyOf``, ``$ref``...) gets only
     its ``required`` names and the types of its top-level properties checked. Never raises.
 
+    ``bounds=True`` checks the tolerant mode's constraints too: ``minimum``, ``maximum`` and
+    their exclusive forms, ``minLength``, ``maxLength``, ``minItems``, ``maxItems`` (never
+    ``pattern``: a server's pattern is ECMAScript's, not Python's), as for what a person
+    edited, which goes to the tool as it is.
+
     Nothing is coerced: ``"3"`` is not an integer, while ``3`` is a number and ``3.0`` an
     integer."""
     if not isinstance(value, Mapping):
         return [f"{root}: expected an object, got {show(value)}"]
     if not isinstance(schema, Mapping):
         return []
-    checker = _Checker(strict=strict, root=root)
+    checker = _Checker(strict=strict, root=root, bounds=bounds)
     if strict or _in_subset(schema):
         checker.check(schema, value, "", top=True)
     else:
@@ -118,8 +125,9 @@ def _in_subset(schema: Any) -> bool:
 
 
 class _Checker:
-    def __init__(self, *, strict: bool, root: str) -> None:
+    def __init__(self, *, strict: bool, root: str, bounds: bool = False) -> None:
         self.strict = strict
+        self.bounds = strict or bounds
         self.root = root
         self.errors: list[str] = []
 
@@ -140,12 +148,12 @@ class _Checker:
             shown = ", ".join(show(c) for c in choices)
             self.errors.append(f"{where}: expected one of {shown}, got {show(value)}")
             return
-        if self.strict and isinstance(value, str):
+        if self.bounds and isinstance(value, str):
             self.check_string(schema, value, where)
-        elif self.strict and is_number(value):
+        elif self.bounds and is_number(value):
             self.check_number(schema, value, where)
         elif isinstance(value, list):
-            if self.strict:
+            if self.bounds:
                 self.check_count(schema, len(value), "item", "minItems", "maxItems", where)
             for index, item in enumerate(value):
                 self.check(schema.get("items"), item, f"{path}[{index}]")
@@ -185,7 +193,7 @@ class _Checker:
     def check_string(self, schema: Mapping[str, Any], value: str, where: str) -> None:
         self.check_count(schema, len(value), "character", "minLength", "maxLength", where)
         pattern = schema.get("pattern")
-        if isinstance(pattern, str):
+        if isinstance(pattern, str) and self.strict:
             try:
                 if re.search(pattern, value) is None:
                     self.errors.append(f"{where}: does not match the pattern {pattern}")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from ..policy.rules import GateRules, rules_problems
+from ..policy.rules import RULE_KEYS, GateRules, read_rules
 from .drafts import (
     DependencyDraft,
     Problems,
@@ -92,7 +92,7 @@ _TOOL_KEYS: Final = (
     "name", "title", "description", "input", "request", "dependencies", "transport", "behavior",
     "approvers", "quorum", "expires_after", "remind_after",
 )  # fmt: skip
-_RULE_KEYS: Final = ("approvers", "quorum", "expires_after", "remind_after")
+_RULE_KEYS: Final = RULE_KEYS
 _REQUEST_KEYS: Final = ("method", "path", "path_params", "query", "headers", "body")
 _TRANSPORT_KEYS: Final = ("timeout_ms", "max_response_bytes", "retry", "idempotency")
 _RETRY_KEYS: Final = ("attempts", "backoff_ms", "multiplier")
@@ -295,31 +295,11 @@ def _tool(p: Problems, path: str, index: int, raw: Any) -> ToolDraft:
 
 def _rules(p: Problems, path: str, obj: Mapping[str, Any]) -> GateRules | None:
     """A tool's gate rules: `approvers` (user ids or ``admins``), `quorum`, and the seconds of
-    `expires_after` and `remind_after`."""
-    approvers = obj.get("approvers")
-    if isinstance(approvers, str):
-        approvers = [approvers]
-    if approvers is not None and not isinstance(approvers, list):
-        p.add("CONFIG_SCHEMA_INVALID", join_path(path, "approvers"), "a list of user ids")
-        return None
-    quorum = obj.get("quorum", 1)
-    problems = rules_problems(
-        approvers=approvers,
-        quorum=quorum,
-        expires_after=obj.get("expires_after"),
-        remind_after=obj.get("remind_after"),
-    )
-    for problem in problems:
-        key = next((k for k in _RULE_KEYS if problem.startswith(k)), "approvers")
+    `expires_after` and `remind_after` (read as every tool's are: `read_rules`)."""
+    rules, problems = read_rules(obj)
+    for key, problem in problems:
         p.add("CONFIG_SCHEMA_INVALID", join_path(path, key), problem)
-    if problems:
-        return None
-    return GateRules(
-        approvers=tuple(approvers or ()),
-        quorum=quorum,
-        expires_after=obj.get("expires_after"),
-        remind_after=obj.get("remind_after"),
-    )
+    return rules
 
 
 def _input_schema(p: Problems, path: str, value: Any) -> Mapping[str, Any] | None:

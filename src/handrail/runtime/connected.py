@@ -47,6 +47,7 @@ from ..connections import (
     model_name,
     tool_prefix,
 )
+from ..connections.approvals import check_approvals, tool_rules
 from ..connections.catalog import PROTOCOL_MODES, SECRET_TYPES, check_refs
 from ..connections.instructions import (
     InstructionSource,
@@ -188,8 +189,11 @@ class ConnectionHub:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         sync_every: float = SYNC_EVERY,
         connect_timeout: float = 30.0,
+        users: Iterable[str] | None = None,
     ) -> None:
         self.store = store
+        #: The user ids a connection's approvers may name (None: any id, as with JWTs).
+        self.users: frozenset[str] | None = None if users is None else frozenset(users)
         self.catalog = catalog
         self.secrets = secrets
         self.call_timeout = call_timeout
@@ -468,6 +472,9 @@ class ConnectionHub:
                 continue
             override = record.overrides.get(action.name)
             schema, filled = _without_managed(action.input_schema, managed)
+            action = dataclasses.replace(
+                action, rules=tool_rules(record.approvals, action.name, action.rules)
+            )
             tools.append(
                 ConnectionTool(
                     name=name,
@@ -479,6 +486,7 @@ class ConnectionHub:
                     server_name=action.name,
                     fixed_class=cast(SafetyClass, override) if override else None,
                     managed=filled,
+                    rules=action.rules,
                 )
             )
             live.actions[name] = (action_set, action)
@@ -585,6 +593,7 @@ class ConnectionHub:
                     fixed_class=cast(SafetyClass, override) if override else None,
                     resume=_resumer(link, listed.name, record.id, filled),
                     managed=filled,
+                    rules=tool_rules(record.approvals, listed.name),
                 )
             )
         live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
@@ -700,6 +709,8 @@ class ConnectionHub:
         settings = self._settings(definition, body.get("settings") or {}, fields)
         secrets = self._secret_values(definition, body.get("secrets") or {}, fields)
         overrides = _overrides(body.get("overrides") or {}, fields)
+        approvals, problems = check_approvals(body.get("approvals"), users=self.users)
+        fields.update(problems)
         agents = self._agent_names(body.get("agents"), fields)
         name = str(body["name"]).strip()
         protocol = str(body.get("protocol") or (launch or {}).get("protocol") or "auto")
@@ -729,6 +740,7 @@ class ConnectionHub:
             trusted=bool(body.get("trusted", False)),
             agents=agents,
             overrides=overrides,
+            approvals=approvals,
             agent_instructions=instructions,
             status={"state": "starting", "toolCount": 0, "listedAt": None},
             call_timeout=_timeout(body.get("timeout")),
@@ -799,6 +811,12 @@ class ConnectionHub:
             changes["agents"] = self._agent_names(body["agents"], fields)
         if "overrides" in body:
             changes["overrides"] = _overrides(body["overrides"] or {}, fields)
+        if "approvals" in body:
+            listed = [str(t.get("name")) for t in record.tools] if record.tools else None
+            changes["approvals"], problems = check_approvals(
+                body["approvals"], users=self.users, tools=listed
+            )
+            fields.update(problems)
         if "protocol" in body:
             changes["protocol"] = str(body["protocol"])
         if "timeout" in body:
@@ -1258,6 +1276,7 @@ _CREATE_FIELDS: Final = (
     "trusted",
     "agents",
     "overrides",
+    "approvals",
     "agent_instructions",
 )
 

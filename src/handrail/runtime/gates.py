@@ -50,6 +50,7 @@ from .approvals import edit_errors, edit_note, edited_arguments
 from .gate import MODEL_ASK, Answer, Gate, register_gate, uncertain_confirmation
 from .messages import ToolCall, ToolResultMessage
 from .page_tools import PageToolSet, page_approval_input, page_permission_input
+from .tool_arguments import check_arguments
 from .tools import Tool, ToolSet
 from .wording import values_phrase, what_is_chosen
 
@@ -59,6 +60,16 @@ if TYPE_CHECKING:
     from .steps import StepRunner, TurnRun
 
 log = logging.getLogger("handrail.runtime")
+
+
+def _edit_problems(tool: Tool, arguments: Any) -> list[str]:
+    """What is wrong with a person's edit of a call to `tool`: what its own check finds, and
+    its schema's bounds (the edit goes to the tool as it is, so a server's ``maximum`` holds
+    for it)."""
+    found = tool.check(arguments)
+    bounded = check_arguments(tool.input_schema, arguments, bounds=True)
+    return [*found, *(p for p in bounded if p not in found)]
+
 
 APPROVAL: Final = "approval"
 PERMISSION: Final = "permission"
@@ -232,7 +243,7 @@ class ApprovalGate(Gate):
         tool = agent.tools.get(pending.tool_name or "")
         if tool is None:
             return []
-        return edit_errors(envelope, tool.input_schema, tool.check)
+        return edit_errors(envelope, tool.input_schema, lambda a: _edit_problems(tool, a))
 
     async def resolve(
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer

@@ -14,7 +14,7 @@ from .._jsonschema import check_instance
 __all__ = ["check_arguments"]
 
 
-def check_arguments(schema: Any, arguments: Any) -> list[str]:
+def check_arguments(schema: Any, arguments: Any, *, bounds: bool = False) -> list[str]:
     """What is wrong with `arguments` for the input `schema`, as sentences such as
     ``title: required`` or ``count: expected an integer, got "3"``; empty when they fit.
 
@@ -23,5 +23,6 @@ def check_arguments(schema: Any, arguments: Any) -> list[str]:
     ``nullable``) are checked whole, at every depth. Any other schema (hand-written, with
     ``anyOf``, ``$ref``...) gets only its ``required`` names and the types of its top-level
     properties checked. Nothing is coerced: ``"3"`` is not an integer, while ``3`` is a number
-    and ``3.0`` an integer. Never raises, whatever the schema."""
-    return check_instance(schema, arguments, strict=False, root="(arguments)")
+    and ``3.0`` an integer. Never raises, whatever the schema. ``bounds=True`` checks the
+    numbers' and lengths' constraints too (`check_instance`), as for a person's edit."""
+    return check_instance(schema, arguments, strict=False, root="(arguments)", bounds=bounds)

@@ -24,7 +24,7 @@ from typing import Any, Final, TypedDict, TypeVar, Unpack, overload
 from .._util import storable, storable_text
 from ..errors import ConfigError, HandrailError
 from ..policy import SafetyClass, ToolHints, classify
-from ..policy.rules import GateRules, rules_problems
+from ..policy.rules import GateRules, read_rules
 from .messages import FilePart
 from .tool_arguments import check_arguments
 from .tool_schemas import (
@@ -177,27 +177,10 @@ class ToolOptions(TypedDict, total=False):
 def _rules(name: str, options: Mapping[str, Any]) -> GateRules | None:
     """The gate rules of a tool's options (`approvers`, `quorum`, `expires_after`,
     `remind_after`), None when it sets none; a wrong one is a `ConfigError`."""
-    given = {k: options.get(k) for k in ("approvers", "quorum", "expires_after", "remind_after")}
-    if all(v is None for v in given.values()):
-        return None
-    approvers = given["approvers"]
-    if isinstance(approvers, str):
-        approvers = [approvers]
-    quorum = 1 if given["quorum"] is None else given["quorum"]
-    problems = rules_problems(
-        approvers=approvers,
-        quorum=quorum,
-        expires_after=given["expires_after"],
-        remind_after=given["remind_after"],
-    )
+    rules, problems = read_rules(options)
     if problems:
-        raise ConfigError(f"tool {name!r}: " + "; ".join(problems))
-    return GateRules(
-        approvers=tuple(approvers or ()),
-        quorum=quorum,
-        expires_after=given["expires_after"],
-        remind_after=given["remind_after"],
-    )
+        raise ConfigError(f"tool {name!r}: " + "; ".join(p for _, p in problems))
+    return rules
 
 
 _HINT_OPTIONS: Final = (

@@ -94,6 +94,8 @@ def create_app(
                 catalog=catalog,
                 secrets=SecretBox.from_env(),
                 call_timeout=config.tool_timeout,
+                # Approvers are configured users; with JWTs, any user id may be one.
+                users=None if config.jwt is not None else [u.id for u in config.users],
             )
             await hub.start(the_runtime.agents.values())
             app.state.connections = hub

@@ -34,6 +34,7 @@ from .._util import iso
 from ..connections import CONNECTION_KINDS, PROTOCOL_MODES
 from ..errors import BadRequest, Forbidden
 from ..policy import SAFETY_CLASSES, ToolHints, classify
+from ..policy.rules import GateRules
 from ..runtime.connected import ConnectionHub, ConnectionTool, Signer
 from ..runtime.tools import ToolSet
 from ..runtime.turn import Principal
@@ -128,6 +129,13 @@ _COMMON: Final[dict[str, JsonSchema]] = {
         "type": "object",
         "additionalProperties": {"type": "string", "enum": list(SAFETY_CLASSES)},
         "description": "A safety class per tool (the server's tool name), set by an admin.",
+    },
+    "approvals": {
+        "type": ["object", "null"],
+        "description": 'Who must approve its tools\' calls: {"approvers"?: [user ids or '
+        '"admins"], "quorum"? (default 1), "expiresAfter"?, "remindAfter"? (seconds), '
+        "\"tools\"?: {<the server's tool name>: the same keys}}. A tool's entry goes over the "
+        "connection's values; null removes the setting.",
     },
     "protocol": {"type": "string", "enum": list(PROTOCOL_MODES)},
     "timeout": {
@@ -293,6 +301,7 @@ def connection_json(
         "trusted": record.trusted,
         "agents": None if record.agents is None else list(record.agents),
         "overrides": dict(record.overrides),
+        "approvals": record.approvals,
         "status": status,
         "source": "saved",
         "readOnly": False,
@@ -352,6 +361,7 @@ def tools_json(record: ConnectionRecord | None, tool_set: ToolSet | None) -> lis
                 "safetyClass": tool.safety(trusted=trusted),
                 "hintsClass": classify(hints, trusted=trusted),
                 "override": override,
+                "rules": _rules_json(tool.rules),
             }
         )
     if record is not None:
@@ -372,9 +382,22 @@ def tools_json(record: ConnectionRecord | None, tool_set: ToolSet | None) -> lis
                     "safetyClass": classify(hints, trusted=trusted),
                     "hintsClass": classify(hints, trusted=trusted),
                     "override": record.overrides.get(server_name),
+                    "rules": None,
                 }
             )
     return out
+
+
+def _rules_json(rules: GateRules | None) -> dict[str, Any] | None:
+    """A tool's gate rules as a response shows them (None: it names none)."""
+    if rules is None or rules.empty:
+        return None
+    return {
+        "approvers": list(rules.approvers),
+        "quorum": rules.quorum,
+        "expiresAfter": rules.expires_after,
+        "remindAfter": rules.remind_after,
+    }
 
 
 def _activity_json(record: ActivityRecord) -> dict[str, Any]:
@@ -620,6 +643,10 @@ CONNECTION_SCHEMA: Final[JsonSchema] = {
         "trusted": {"type": "boolean"},
         "agents": {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
         "overrides": _STRING_MAP,
+        "approvals": {
+            "oneOf": [{"type": "object"}, {"type": "null"}],
+            "description": "Who must approve its tools' calls (see ConnectionCreate).",
+        },
         "status": _STATUS,
         "source": {"type": "string", "enum": ["saved", "config"]},
         "readOnly": {"type": "boolean"},
@@ -674,6 +701,11 @@ TOOL_SCHEMA: Final[JsonSchema] = {
         "safetyClass": {"type": "string", "enum": list(SAFETY_CLASSES)},
         "hintsClass": {"type": "string", "enum": list(SAFETY_CLASSES)},
         "override": {"oneOf": [{"type": "string", "enum": list(SAFETY_CLASSES)}, {"type": "null"}]},
+        "rules": {
+            "oneOf": [{"type": "object"}, {"type": "null"}],
+            "description": "Who must approve its calls, as the gate applies it: {approvers, "
+            "quorum, expiresAfter, remindAfter}, or null for none.",
+        },
     },
     "required": ["name", "modelName", "description", "annotations", "safetyClass", "override"],
 }

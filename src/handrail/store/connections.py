@@ -71,6 +71,10 @@ class ConnectionRecord:
     agents: tuple[str, ...] | None = None
     overrides: dict[str, str] = field(default_factory=dict)
     agent_instructions: dict[str, Any] | None = None
+    #: Who must approve its tools' calls, and their clocks (the wire form: ``{approvers?,
+    #: quorum?, expiresAfter?, remindAfter?, tools?: {<server's tool name>: {...}}}``), or
+    #: None.
+    approvals: dict[str, Any] | None = None
     status: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     server_instructions: str | None = None
@@ -127,6 +131,7 @@ CHANGEABLE: frozenset[str] = frozenset(
         "agents",
         "overrides",
         "agent_instructions",
+        "approvals",
         "call_timeout",
     }
 )
@@ -295,6 +300,7 @@ def _values(record: ConnectionRecord) -> dict[str, Any]:
         "agents": None if record.agents is None else list(record.agents),
         "overrides": dict(record.overrides),
         "agent_instructions": record.agent_instructions,
+        "approvals": record.approvals,
         "status": dict(record.status),
         "tools": list(record.tools),
         "server_instructions": record.server_instructions,
@@ -322,6 +328,7 @@ def _record(row: Mapping[Any, Any]) -> ConnectionRecord:
         agents=None if agents is None else tuple(agents),
         overrides=dict(row["overrides"] or {}),
         agent_instructions=row["agent_instructions"],
+        approvals=row["approvals"],
         status=dict(row["status"] or {}),
         tools=list(row["tools"] or []),
         server_instructions=row["server_instructions"],

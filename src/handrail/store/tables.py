@@ -257,7 +257,8 @@ turn_leases = Table(
 #: plainly) and `secret_keys` names the secrets it holds. `prefix` starts the names the model
 #: calls its tools by, so it is unique. `tools` is the last listing, `status` how the last
 #: start went. `version` grows with every change an admin makes (processes restart their link
-#: when it changes); status and listings leave it as it is.
+#: when it changes); status and listings leave it as it is. `approvals` names who must approve
+#: its tools' calls (an admin's setting, per connection and per tool).
 connections = Table(
     "connections",
     metadata,
@@ -275,6 +276,7 @@ connections = Table(
     Column("agents", JSONData, nullable=True),
     Column("overrides", JSONData, nullable=False),
     Column("agent_instructions", JSONData, nullable=True),
+    Column("approvals", JSONData, nullable=True),
     Column("status", JSONData, nullable=False),
     Column("tools", JSONData, nullable=False),
     Column("server_instructions", Text, nullable=True),
