@@ -1,8 +1,8 @@
 """Connection approvals: an admin may name who must approve a saved connection's tools' calls,
 and their clocks (``connections.approvals``, null: none).
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -15,8 +15,8 @@ from alembic import op
 
 from handrail.store._types import JSONData
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
