@@ -15,7 +15,11 @@ Elicitation, in the protocol the client speaks (an ``input_required`` result on 
 ``elicitation/create`` inside the open call on a legacy session): ``elicit`` asks with the
 message and the JSON schema it is given and answers with what came back; ``elicit_two`` asks
 two questions (in one round, or one after the other); ``open_page`` asks to open a URL;
-``never_done`` answers every round with another round (2026-07-28).
+``never_done`` answers every round with another round (2026-07-28); ``wait_then_elicit`` works
+a while, then asks (so another call can be open meanwhile). With ``TEST_LOG`` (a file path)
+``elicit`` and ``wait_then_elicit`` append one line per answer they heard (``<message>:
+<action> <content>``), so a test knows the server got its result even when the model did not
+see it.
 ``TEST_STATE_KEY`` (32+ characters) seals the request state under a shared key, so another
 process of this server accepts it; without it the key is this process's own.
 """
@@ -122,6 +126,18 @@ def _said(result: types.ElicitResult) -> str:
     return f"{result.action} {content}".strip()
 
 
+def _heard(message: str, said: str) -> str:
+    """`said`, written to ``TEST_LOG`` (if set) as what the server heard for `message`."""
+    log = os.environ.get("TEST_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{message}: {said}\n")
+    return said
+
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
 def _form(message: str, schema: dict[str, Any]) -> types.ElicitRequest:
     return types.ElicitRequest(
         params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
@@ -151,16 +167,31 @@ def _answers(ctx: Context, state: str) -> dict[str, types.ElicitResult] | None:
 async def elicit(message: str, schema: str, ctx: Context) -> str | types.InputRequiredResult:
     requested = json.loads(schema)
     if not _modern(ctx):
-        return _said(await ctx.session.elicit_form(message, requested))
+        return _heard(message, _said(await ctx.session.elicit_form(message, requested)))
     answers = _answers(ctx, "asked:elicit")
     if answers is None:
         return types.InputRequiredResult(
             input_requests={"q": _form(message, requested)}, request_state="asked:elicit"
         )
-    return _said(answers["q"])
+    return _heard(message, _said(answers["q"]))
 
 
-NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+@server.tool(
+    description="Work a while, then ask a name.", annotations=READ_ONLY, structured_output=False
+)
+async def wait_then_elicit(seconds: float, ctx: Context) -> str | types.InputRequiredResult:
+    if not _modern(ctx):
+        await asyncio.sleep(seconds)
+        return _heard("Waited", _said(await ctx.session.elicit_form("Waited. Name?", NAME)))
+    answers = _answers(ctx, "asked:wait")
+    if answers is None:
+        await asyncio.sleep(seconds)
+        return types.InputRequiredResult(
+            input_requests={"q": _form("Waited. Name?", NAME)}, request_state="asked:wait"
+        )
+    return _heard("Waited", _said(answers["q"]))
+
+
 COLOR = {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "blue"]}}}
 
 

@@ -2,15 +2,21 @@
 process on both databases: runtime A goes on with the call (the server's retry was sent) and
 stops renewing its lease; runtime B takes the turn over. A call of a tool that is not safe to
 run again is reported uncertain, never sent again; a read-only one is sent again; a legacy
-call, parked in A, is gone with it and the model reads to call the tool again."""
+call, parked in A, is gone with it and the model reads to call the tool again.
+
+An elicitation waiting in line behind another ask (stored on that ask's ``queued``) is asked
+once that ask is answered, by whichever process carries the answer out: one that took the turn
+over, or the sweeper that expired the ask."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from test_recovery import ALICE, GatedModel, dead, lapse, result, rows
+from test_recovery import ALICE, GatedModel, ask_choice, dead, lapse, result, rows
 
 from handrail.policy import ToolHints
 from handrail.runtime.agent import Agent
@@ -29,7 +35,9 @@ FORM = {
 }
 
 
-def shop_agent(sent: list[dict[str, Any]], *, read_only: bool, protocol: str) -> Agent:
+def shop_agent(
+    sent: list[dict[str, Any]], *, read_only: bool, protocol: str, **clock: Any
+) -> Agent:
     """An agent with one connection tool whose "server" asks for a city, and records each
     retry it gets (`sent`)."""
 
@@ -56,7 +64,7 @@ def shop_agent(sent: list[dict[str, Any]], *, read_only: bool, protocol: str) ->
         sent.append({"state": state["requestState"], "answer": dict(answer)})
         return f"booked in {answer['content']['City']}"
 
-    agent = Agent("ops", instructions="Book trips.")
+    agent = Agent("ops", instructions="Book trips.", **clock)
     agent.add_tool(
         ConnectionTool(
             name="book",
@@ -126,3 +134,92 @@ async def test_a_taken_over_elicitation_answer(
     assert len([r for r in await rows(store, turn.history_id) if r["type"] == "assistant"]) == 1
     await a.aclose()
     await b.aclose()
+
+
+CITY = {"action": "accept", "content": {"values": {"city": "Porto"}}}
+
+
+async def asked(turn: Any) -> dict[str, Any]:
+    events = [e async for e in turn.stream()]
+    return dict(next(e["ask"] for e in events if "ask" in e))
+
+
+async def test_an_elicitation_in_line_is_asked_by_the_process_that_took_the_turn_over(
+    store: Store,
+) -> None:
+    sent: list[dict[str, Any]] = []
+    await store.permissions.set("alice", "local:ops", "non-consequential")
+    a = dead(
+        Runtime(
+            store=store,
+            agents=shop_agent(sent, read_only=False, protocol="2026-07-28"),
+            model=ScriptedModel(),
+            lease_s=0.4,
+        )
+    )
+    b = Runtime(
+        store=store,
+        agents=shop_agent(sent, read_only=False, protocol="2026-07-28"),
+        model=ScriptedModel(),
+        lease_s=0.4,
+    )
+    turn = await a.start_prompt(ALICE, ask_choice() + "\ncall book {}")
+    choice = await asked(turn)
+    assert "origin" not in choice  # the model's own ask first; the elicitation waits in line
+    # A stops after it committed the answer, before it carried it out.
+    stalled, go_on = asyncio.Event(), asyncio.Event()
+    resolve = a._calls.resolve
+
+    async def stopped_here(*args: Any) -> None:
+        stalled.set()
+        await go_on.wait()
+        await resolve(*args)
+
+    a._calls.resolve = stopped_here  # type: ignore[method-assign]
+    pick = {"toolCallId": choice["toolCallId"], "action": "accept", "content": {"selected": ["a"]}}
+    answered = await a.start_answer(ALICE, turn.history_id, pick)
+    await stalled.wait()
+    await lapse()
+    [taken] = await b.recovery.sweep()
+    elicitation = await asked(taken)
+    assert elicitation["origin"] == "elicitation"
+    assert elicitation["input"]["prompt"] == "Which city?"
+    assert sent == []  # nothing was sent to the server before the person answered
+    done = await b.start_answer(
+        ALICE, turn.history_id, {**CITY, "toolCallId": elicitation["toolCallId"]}
+    )
+    assert (await result(done))["text"].startswith("ask_choice returned: ")
+    assert sent == [
+        {"state": "opaque-1", "answer": {"action": "accept", "content": {"City": "Porto"}}}
+    ]
+    assert any(
+        r["type"] == "tool-result" and r["result"] == "booked in Porto"
+        for r in await rows(store, turn.history_id)
+    )
+    go_on.set()
+    assert "taken over" in (await result(answered))["error"]
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_an_expired_ask_brings_up_the_elicitation_waiting_behind_it(store: Store) -> None:
+    sent: list[dict[str, Any]] = []
+    await store.permissions.set("alice", "local:ops", "non-consequential")
+    runtime = Runtime(
+        store=store,
+        agents=shop_agent(sent, read_only=True, protocol="2026-07-28", expires_after=60),
+        model=ScriptedModel(),
+    )
+    turn = await runtime.start_prompt(ALICE, ask_choice() + "\ncall book {}")
+    choice = await asked(turn)
+    expires = dt.datetime.fromisoformat(choice["expiresAt"].replace("Z", "+00:00"))
+    [expired] = await runtime.sweep_gates(expires + dt.timedelta(seconds=1))
+    elicitation = await asked(expired)
+    assert elicitation["origin"] == "elicitation"
+    # Its own clock starts when it is asked.
+    assert elicitation["expiresAt"] > choice["expiresAt"]
+    done = await runtime.start_answer(
+        ALICE, turn.history_id, {**CITY, "toolCallId": elicitation["toolCallId"]}
+    )
+    assert 'book returned: "booked in Porto"' in (await result(done))["text"]
+    await runtime.aclose()

@@ -221,19 +221,27 @@ async def test_rounds_are_bounded(eapi: Api) -> None:
 
 
 @pytest.mark.parametrize("protocol", MODES)
-async def test_a_second_asking_call_in_the_same_step_is_denied_one_ask_at_a_time(
-    eapi: Api, protocol: str
+async def test_a_second_asking_call_in_the_same_step_waits_for_the_first(
+    eapi: Api, protocol: str, tmp_path: Path
 ) -> None:
+    heard = tmp_path / "heard.log"
     both = elicit(NAME_AND_AGE, "First?") + "\n" + elicit(NAME_AND_AGE, "Second?")
-    await connect(eapi, protocol)
+    await connect(eapi, protocol, env={"TEST_LOG": str(heard)})
     asked = await eapi.say(both)
     assert asked.ask["input"]["prompt"] == "First?"
-    assert results(asked) == [{"approved": False, "reason": "one_ask_at_a_time"}]
-    done = await eapi.answer(asked.history_id, asked.ask["toolCallId"], accept({"full_name": "A"}))
-    assert results(done) == ['accept {"Full Name": "A"}']
-    # The server heard "cancel" for the second question, and the link serves calls as before.
-    again = await eapi.say(elicit(NAME_AND_AGE), history_id=asked.history_id)
-    assert again.ask["input"]["prompt"] == "A few details, please."
+    assert results(asked) == []  # neither call has finished: the second waits in line
+    second = await eapi.answer(
+        asked.history_id, asked.ask["toolCallId"], accept({"full_name": "A"})
+    )
+    assert results(second) == ['accept {"Full Name": "A"}']
+    assert second.ask["input"]["prompt"] == "Second?"
+    done = await eapi.answer(asked.history_id, second.ask["toolCallId"], accept({"full_name": "B"}))
+    assert results(done) == ['accept {"Full Name": "B"}']
+    assert heard.read_text().splitlines() == [
+        'First?: accept {"Full Name": "A"}',
+        'Second?: accept {"Full Name": "B"}',
+    ]
+    assert (await eapi.history(asked.history_id))["pendingAsk"] is None
 
 
 @pytest.mark.parametrize("protocol", MODES)

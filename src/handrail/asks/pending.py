@@ -76,6 +76,8 @@ PENDING_ASK_FIELDS: Final[tuple[PendingAskField, ...]] = (
     _field("choices", "choices"),
     _field("editedArguments", "edited_arguments"),
     _field("argumentsDigest", "arguments_digest"),
+    # The gate asks waiting for the one slot after this one, in order (stored forms).
+    _field("queued", "queued"),
     # What the paused turn replays, for the model only.
     _field("promptIndex", "prompt_index"),
     _field("responseMessages", "response_messages"),
@@ -126,6 +128,10 @@ class PendingAsk:
     #: An approval's digest of the arguments the held call would run with (managed ones
     #: included): a different digest when it is approved means the call went stale.
     arguments_digest: str | None = None
+    #: The gate asks that wait for the one slot behind this one (an MCP server's request for
+    #: input that came while another ask held it), in order, as stored: the first becomes
+    #: the pending ask once this one is done and the turn goes on. Never shown.
+    queued: list[dict[str, Any]] | None = None
     prompt_index: int | None = None
     response_messages: list[dict[str, Any]] | None = None
     #: The connection instructions snapshot ``{text, digest}`` the paused turn started with

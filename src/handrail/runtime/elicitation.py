@@ -12,6 +12,15 @@ reads why.
 which may ask again (the next question follows the first). A legacy call whose process is gone
 when the answer comes is cancelled with ``server_restarted``, and the model reads that it should
 call the tool again.
+
+Only one ask at a time: a request that comes while another ask holds the turn's one slot (the
+model asked something in the same step, another call paused on an approval or another
+elicitation) waits in line (`Gate.waits_in_line`): the call stays open (legacy) or its
+``input_required`` round is kept (2026-07-28), its timeout stopped, and its ask is stored on
+the pending ask's ``queued``. Once the ask before it is answered and the turn goes on, it
+becomes the pending ask, before the model is called again. When the ask before it is cancelled
+instead (a new message, Stop) or the turn fails, it is dropped with it: the server hears
+``cancel`` (legacy) and the model reads that the call did not finish.
 """
 
 from __future__ import annotations
@@ -157,6 +166,8 @@ class ElicitationGate(Gate):
     """An MCP server's request for input during a tool call (see the module's docs)."""
 
     origin = ELICITATION_ORIGIN
+    #: A request that comes while another ask holds the slot waits for it (see the module).
+    waits_in_line = True
 
     def make(
         self, call: ToolCall, *, tool_name: str, kind: str, input: dict[str, Any], **state: Any

@@ -49,6 +49,8 @@ __all__ = [
     "execution_denied",
     "gate_for",
     "gate_key",
+    "queued_asks",
+    "queued_denials",
     "register_gate",
     "registered_gates",
     "stopped_result",
@@ -164,6 +166,10 @@ class Gate(abc.ABC):
     #: Whether it approves the held call: then a tool's approvers and quorum apply to it, and
     #: an approval may carry edited arguments (``content.arguments``).
     approvable: ClassVar[bool] = False
+    #: Whether a tool's `GateRequired` that comes while another ask holds the turn's one slot
+    #: waits in line for it (kept on the pending ask's ``queued``, becoming the pending ask
+    #: once the slot is free) instead of being denied ``one_ask_at_a_time``.
+    waits_in_line: ClassVar[bool] = False
 
     def make(
         self, call: ToolCall, *, tool_name: str, kind: str, input: dict[str, Any], **state: Any
@@ -249,6 +255,19 @@ class Gate(abc.ABC):
                 is_error=True,
             )
         ]
+
+
+def queued_asks(pending: PendingAsk | None) -> list[PendingAsk]:
+    """The gate asks waiting in line behind `pending` (its ``queued``), in order."""
+    if pending is None or not pending.queued:
+        return []
+    return [PendingAsk.from_json(q) for q in pending.queued]
+
+
+def queued_denials(queued: list[PendingAsk], reason: str) -> list[Row]:
+    """The rows that tell the model the calls held by asks still in line did not finish
+    (their asks were dropped with the one they waited behind)."""
+    return [row for q in queued for row in gate_for(q).denial_rows(q, reason)]
 
 
 @dataclass

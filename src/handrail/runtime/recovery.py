@@ -31,7 +31,7 @@ from .._util import utc_now
 from ..asks import AskSurface, PendingAsk
 from ..connections.instructions import Snapshot
 from ..store import Store, TurnLease, TurnState
-from .gate import Answer
+from .gate import Answer, queued_asks
 from .instructions import resolve_instructions
 from .messages import messages_from_json
 from .prompting import build_turn_setup
@@ -192,6 +192,7 @@ class Recovery:
                 metadata={"ask": {"toolCallId": pending.tool_call_id, "phase": "recovered"}},
                 lease_owner=runtime.owner,
                 page_tools=page,
+                queued=queued_asks(pending),
             )
             work = runtime._answer_turn(run, pending, answer, recovering=True)
         else:

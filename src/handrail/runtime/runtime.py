@@ -81,7 +81,7 @@ from .events import (
     error_event,
     tool_result_event,
 )
-from .gate import Answer, gate_for, uncertain_confirmation
+from .gate import Answer, gate_for, queued_asks, queued_denials, uncertain_confirmation
 from .instructions import ResolvedInstructions, resolve_instructions
 from .messages import (
     AssistantMessage,
@@ -99,7 +99,7 @@ from .prompting import TurnSetup, build_turn_setup
 from .recovery import DEFAULT_LEASE_S, Recovery
 from .rows import Row, result_row, rows_to_messages, user_row
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
-from .stopping import Stopper, StopResult
+from .stopping import STOP_REASON, Stopper, StopResult
 from .turn import Principal, Turn, TurnStopped
 
 log = logging.getLogger("handrail.runtime")
@@ -560,6 +560,7 @@ class Runtime:
             },
             lease_owner=self.owner,
             page_tools=page,
+            queued=queued_asks(pending),
         )
         answer = Answer(envelope=stored, scope=scope, parts=parts)
         self._spawn(turn, self._answer_turn(run, pending, answer), leased=True)
@@ -844,6 +845,7 @@ class Runtime:
         try:
             await self._calls.steps(run)
         except TurnStopped:
+            await self._calls.release_queued(run, STOP_REASON)
             Stopper.settle_run(run)
         except Exception as exc:
             await self._fail(run, exc)
@@ -872,6 +874,7 @@ class Runtime:
                 append=[
                     result_row(pending.tool_call_id, gate.tool_name(pending), CANCEL_BY_MESSAGE),
                     *gate.denial_rows(pending, "user_sent_message"),
+                    *queued_denials(queued_asks(pending), "user_sent_message"),
                     user_row(prompt),
                 ],
                 ask_status={pending.tool_call_id: "cancelled"},
@@ -902,6 +905,8 @@ class Runtime:
                 )
             )
             await gate_for(pending).cancelled(self._calls, pending, "user_sent_message")
+            for waiting in queued_asks(pending):
+                await gate_for(waiting).cancelled(self._calls, waiting, "user_sent_message")
             await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
         return history, bool(cancelled)
 
@@ -959,10 +964,13 @@ class Runtime:
             else:
                 await self._calls.resolve(run, pending, answer)
             self._audit_outcome(run, pending)
+            # An ask waiting in line behind the answered one is asked now, before the model.
+            self._calls.next_in_line(run)
             if run.pause is None:
                 await self._calls.steps(run)
         except TurnStopped:
             self._audit_outcome(run, pending)
+            await self._calls.release_queued(run, STOP_REASON)
             Stopper.settle_run(run, answered=pending.tool_call_id)
         except Exception as exc:
             if not run.output and not run.rows and await self._undo_answer(run, pending):
@@ -1039,7 +1047,10 @@ class Runtime:
         """Append the turn's rows and write its pending ask in one compare-and-set."""
         history_id = run.history.id
         row_count = run.row_count
+        self._calls.next_in_line(run)
         pending: PendingAsk | None = None
+        #: Asks in line dropped because another ask got the slot first (released after).
+        dropped: list[PendingAsk] = []
         title: str | None = None
         metadata: dict[str, Any] = dict(run.metadata)
 
@@ -1055,6 +1066,7 @@ class Runtime:
             nonlocal pending, title, metadata, row_count
             rows = list(run.rows)
             pending = None
+            dropped.clear()
             if run.pause is not None:
                 if current.pending_ask is None:
                     prompt_index = run.prompt_index
@@ -1067,6 +1079,7 @@ class Runtime:
                         prompt_index=prompt_index,
                         response_messages=messages_to_json(run.messages[run.turn_start :]),
                         connection_instructions=snapshot.to_json() if snapshot else None,
+                        queued=[q.to_json() for q in run.queued] or None,
                     )
                     if run.page_tools is not None and run.page_tools.tools:
                         extra = {**pending.extra, "pageTools": run.page_tools.to_json()}
@@ -1079,6 +1092,8 @@ class Runtime:
                     )
                 else:
                     rows = _cancel_paused(rows, run.pause)
+                    dropped.extend(run.queued)
+                    rows.extend(queued_denials(run.queued, "one_ask_at_a_time"))
             title = current.title or _title_for(run)
             metadata = dict(run.metadata)
             if pending is not None:
@@ -1122,6 +1137,8 @@ class Runtime:
         except LeaseLost:
             await self._taken_over(run)
             return
+        for waiting in dropped:
+            await gate_for(waiting).cancelled(self._calls, waiting, "one_ask_at_a_time")
         if title and run.history.title is None:
             await self.publish(
                 UserEvent(
@@ -1154,6 +1171,7 @@ class Runtime:
         # An adapter's error names the adapter and the way forward: the person reads it.
         message = str(exc) if isinstance(exc, AdapterError) else _failure_text()
         run.turn.error = message
+        await self._calls.release_queued(run, "turn_failed")
         if run.pause is not None:
             run.rows = _cancel_paused(run.rows, run.pause, result={"action": "cancel"})
             run.pause = None

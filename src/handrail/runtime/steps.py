@@ -89,6 +89,10 @@ class TurnRun:
     page_tools: PageTools | None = None
     #: Audit log records to write with the turn's last change (`approvals.py`).
     audit: list[Any] = field(default_factory=list)
+    #: Gate asks waiting for the one slot behind `pause`, in order (a gate that
+    #: `waits_in_line`: an MCP server's request for input while another ask held the slot).
+    #: Stored on the pending ask; the first becomes the pending ask once the slot is free.
+    queued: list[PendingAsk] = field(default_factory=list)
 
 
 class StepRunner:
@@ -414,7 +418,7 @@ class StepRunner:
         pending = gate.make(
             call, tool_name=tool.name, kind=required.kind, input=required.input, **required.state
         )
-        if run.pause is not None:
+        if run.pause is not None and not gate.waits_in_line:
             await gate.cancelled(self, pending, "one_ask_at_a_time")
             await self.deny(run, call, "one_ask_at_a_time")
             return
@@ -425,7 +429,30 @@ class StepRunner:
             text = f"The tool {tool.name} failed: it asked the person an invalid question."
             await self.tool_result(run, call, text, is_error=True)
             return
+        if run.pause is not None:
+            # The slot is taken: the call stays open (its clock stopped) and its ask waits in
+            # line, to be asked once the slot is free (`next_in_line`).
+            run.queued.append(pending)
+            return
         self.pause(run, pending)
+
+    def next_in_line(self, run: TurnRun) -> None:
+        """The slot is free (the ask the turn resumed from is done and nothing paused it
+        again): the first ask waiting in line becomes the one the turn pauses on."""
+        if run.pause is None and run.queued:
+            self.pause(run, run.queued.pop(0))
+
+    async def release_queued(self, run: TurnRun, reason: str) -> None:
+        """Drop the asks waiting in line (the turn stopped or failed before they were asked):
+        each held call's model reads that it did not finish (``execution-denied`` with
+        `reason`), and its gate releases what it holds (a parked call hears ``cancel``)."""
+        queued, run.queued = run.queued, []
+        for pending in queued:
+            held = pending.held_tool_call_id
+            if held and not _has_result(run, held):
+                call = ToolCall(id=held, name=gate_for(pending).tool_name(pending), arguments={})
+                await self.deny(run, call, reason)
+            await gate_for(pending).cancelled(self, pending, reason)
 
     async def deny(self, run: TurnRun, call: ToolCall, reason: str) -> None:
         """The held call does not run: the model reads why, the client sees ``approved:
@@ -567,6 +594,12 @@ async def _run_tool(
         return f"The tool {tool.name} failed unexpectedly. Try another way, or tell the user.", True
     finally:
         CALLING_USER.reset(token)
+
+
+def _has_result(run: TurnRun, call_id: str) -> bool:
+    return any(
+        isinstance(m, ToolResultMessage) and m.tool_call_id == call_id for m in run.messages
+    ) or any(r.get("type") == "tool-result" and r.get("toolCallId") == call_id for r in run.rows)
 
 
 def _safe_to_run_again(tool: Tool) -> bool:

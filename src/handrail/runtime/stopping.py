@@ -31,7 +31,7 @@ from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import History, HistoryChange
 from .approvals import answered_record
 from .cas import compare_and_set
-from .gate import execution_denied, gate_for
+from .gate import execution_denied, gate_for, queued_asks, queued_denials
 from .messages import AssistantMessage, ToolResultMessage
 from .rows import result_row
 from .turn import Principal, Turn
@@ -157,6 +157,7 @@ class Stopper:
                 append=[
                     result_row(pending.tool_call_id, gate.tool_name(pending), envelope),
                     *gate.denial_rows(pending, STOP_REASON),
+                    *queued_denials(queued_asks(pending), STOP_REASON),
                 ],
                 ask_status={pending.tool_call_id: "cancelled"},
                 pending_ask=None,
@@ -182,6 +183,8 @@ class Stopper:
                 )
             )
             await gate_for(pending).cancelled(runtime._calls, pending, STOP_REASON)
+            for waiting in queued_asks(pending):
+                await gate_for(waiting).cancelled(runtime._calls, waiting, STOP_REASON)
         return cancelled[0].tool_call_id if cancelled else None
 
     # --------------------------------------------------------------------------- a run
