@@ -34,6 +34,15 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
         yield server
 
 
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
+    """A demo server of the module's own (its users start with nothing), with uvicorn's access
+    log in its `log` (``--log-level info``): for tests that count what the server was asked."""
+    folder = tmp_path_factory.mktemp("own-demo")
+    with DemoServer.running(folder, args_extra=["--log-level", "info"]) as server:
+        yield server
+
+
 # Playwright's sync API keeps its event loop marked as running in this thread while it is
 # open, and pytest-asyncio cannot run an async test then. So Playwright and the browser live
 # per module, and async tests (test_web_server.py) stay in modules that use no browser.

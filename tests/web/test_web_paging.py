@@ -1,5 +1,6 @@
-"""Paged lists in the browser: the inbox and the conversation list load the first page, and
-"Show more" follows the ``Link: <...>; rel="next"`` header page after page until there is none.
+"""Paged lists in the browser: the inbox (``GET /api/inbox``) and the conversation list load the
+first page, and "Show more" follows the ``Link: <...>; rel="next"`` header page after page until
+there is none.
 
 The two lists are answered by the test (``page.route``) with the server's own paging: 75 items,
 50 a page by default, each page's ``Link`` pointing at the next with an opaque cursor, so the
@@ -38,6 +39,16 @@ def _pending(n: int) -> dict[str, Any]:
         },
         "created": "2026-12-01T08:00:00.000Z",
     }
+
+
+def _inbox_item(n: int) -> dict[str, Any]:
+    """An item of ``GET /api/inbox``: the pendingAsks item with its agent and its ask."""
+    ask = {
+        "toolCallId": f"call_{n}",
+        "kind": "confirm",
+        "input": {"title": f"Question {n}", "prompt": f"Shall I go on with step {n}?"},
+    }
+    return {**_pending(n), "agent": "demo", "pendingAsk": ask}
 
 
 def _history(n: int) -> dict[str, Any]:
@@ -82,7 +93,8 @@ def serve_pages(app: App, path: str, item: Callable[[int], dict[str, Any]]) -> l
 
 
 def test_the_inbox_shows_more_pages_until_the_last(app: App) -> None:
-    asked = serve_pages(app, "/histories/pendingAsks", _pending)
+    asked = serve_pages(app, "/inbox", _inbox_item)
+    serve_pages(app, "/histories/pendingAsks", _pending)  # the header's count
     app.sign_in_as("alice", "/inbox")
     items = app.page.locator(".inbox-item")
     expect(items).to_have_count(50)

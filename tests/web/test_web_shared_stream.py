@@ -4,8 +4,8 @@ for one of the browser's six connections per host. Closing the leader hands the 
 another tab, which resumes with Last-Event-ID; signing out closes it in every tab.
 
 The streams are counted on the server, from uvicorn's access log (one line per response
-started): this module runs its own demo server with ``--log-level info``, so only its own
-requests are in that log."""
+started): this module runs its own demo server (`own_server`), so only its own requests are
+in that log."""
 
 from __future__ import annotations
 
@@ -22,13 +22,6 @@ from demo_server import DemoServer
 #: More tabs than the browser's six connections per host (HTTP/1.1).
 TABS = 7
 CONFIRM = {"title": "Shared", "prompt": "Is one stream enough?", "confirmLabel": "Yes"}
-
-
-@pytest.fixture(scope="module")
-def logged_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
-    folder = tmp_path_factory.mktemp("shared-stream")
-    with DemoServer.running(folder, args_extra=["--log-level", "info"]) as server:
-        yield server
 
 
 @pytest.fixture
@@ -67,7 +60,7 @@ def _one_leader(pages: list[Page]) -> Page:
 
 
 def test_tabs_share_one_stream_and_hand_it_over(
-    context: BrowserContext, logged_server: DemoServer
+    context: BrowserContext, own_server: DemoServer
 ) -> None:
     errors: list[str] = []
     stream_requests: list[Request] = []
@@ -79,17 +72,17 @@ def test_tabs_share_one_stream_and_hand_it_over(
         # The stream opened again after the leader went: an ask made before it is in place
         # must still reach every tab (replayed from Last-Event-ID).
         if len(stream_requests) == 2 and not gap:
-            gap.append(_ask(logged_server, "In the gap"))
+            gap.append(_ask(own_server, "In the gap"))
         route.continue_()
 
     context.route("**/api/events*", open_stream)
     first = context.new_page()
-    first.goto(logged_server.url + "/inbox")
+    first.goto(own_server.url + "/inbox")
     first.get_by_role("button", name="Sign in as bob").click()
     pages = [first]
     for _ in range(TABS - 1):
         page = context.new_page()
-        page.goto(logged_server.url + "/inbox")
+        page.goto(own_server.url + "/inbox")
         pages.append(page)
     for page in pages:
         # Every tab loads (the seventh too) and hears the stream.
@@ -99,9 +92,9 @@ def test_tabs_share_one_stream_and_hand_it_over(
             "data-loaded", "true"
         )
     _one_leader(pages)
-    assert _streams_opened(logged_server.log) == 1
+    assert _streams_opened(own_server.log) == 1
 
-    history_id = _ask(logged_server, "For every tab")
+    history_id = _ask(own_server, "For every tab")
     for page in pages:
         _listed(page, history_id)
 
@@ -113,14 +106,14 @@ def test_tabs_share_one_stream_and_hand_it_over(
     assert new_leader is not leader
     for page in pages:
         expect(page.locator("html")).to_have_attribute("data-live", "on")
-    assert _streams_opened(logged_server.log) == 2
+    assert _streams_opened(own_server.log) == 2
     resumed = stream_requests[-1].headers
     assert re.fullmatch(r"[0-9a-f]{24}", resumed.get("last-event-id", "")), resumed
     assert gap
     for page in pages:
         _listed(page, gap[0])
 
-    second_id = _ask(logged_server, "After the hand-over")
+    second_id = _ask(own_server, "After the hand-over")
     for page in pages:
         _listed(page, second_id)
 
@@ -134,5 +127,5 @@ def test_tabs_share_one_stream_and_hand_it_over(
         ".filter(l => l.name.startsWith('handrail.events.')).length)"
     )
     assert held == 0
-    assert _streams_opened(logged_server.log) == 2
+    assert _streams_opened(own_server.log) == 2
     assert not errors, errors

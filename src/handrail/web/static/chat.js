@@ -17,6 +17,9 @@ function progressText(progress) {
   return "Working…";
 }
 
+/** How long a search waits after the last key before it asks the server (ms). */
+const SEARCH_DELAY_MS = 250;
+
 function lowerKeys(object) {
   return Object.fromEntries(Object.entries(object).map(([key, value]) => [key.toLowerCase(), value]));
 }
@@ -115,7 +118,12 @@ export function chatPage(main, ctx) {
     type: "search",
     placeholder: "Search conversations",
     "aria-label": "Search conversations",
-    oninput: () => filterList(),
+    maxlength: 200,
+    // The server searches (GET /histories?q=: titles and messages), once typing stops.
+    oninput: () => {
+      clearTimeout(listState.searching);
+      listState.searching = setTimeout(() => state.alive && refreshList(), SEARCH_DELAY_MS);
+    },
   });
   const transcript = h("div", {
     class: "transcript",
@@ -127,7 +135,7 @@ export function chatPage(main, ctx) {
   const list = h("ul", { class: "conversation-list" });
   // GET /histories is paged: "Show more" follows the Link header's next page.
   const more = h("button", { class: "btn btn-ghost btn-small conversations-more", type: "button", hidden: true, onclick: () => showMore() }, "Show more");
-  const listState = { next: null, shown: 0, run: 0 };
+  const listState = { next: null, shown: 0, run: 0, searching: 0, query: "" };
   const composerId = uid("composer");
   const composer = h("textarea", {
     id: composerId,
@@ -391,13 +399,10 @@ export function chatPage(main, ctx) {
     }
   }
 
-  function filterList() {
-    const words = listSearch.value.trim().toLowerCase();
-    for (const item of list.children) {
-      const link = item.querySelector("a");
-      if (!link) continue;
-      item.hidden = Boolean(words) && !link.textContent.toLowerCase().includes(words);
-    }
+  /** The search as the server takes it: trimmed, at most 200 characters, no control
+   * characters (a pasted line break becomes a space). */
+  function listQuery() {
+    return listSearch.value.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 200);
   }
 
   function setTitle(text) {
@@ -661,9 +666,13 @@ export function chatPage(main, ctx) {
   }
 
   function conversationItem(item) {
+    // A search also finds conversations by their messages: say so when the title does not
+    // show why one is listed.
+    const q = listState.query.toLowerCase();
+    const byMessage = q && !(item.title || "").toLowerCase().includes(q);
     return h(
       "li",
-      {},
+      { dataset: byMessage ? { found: "messages" } : {} },
       h(
         "a",
         { href: `/c/${item.id}`, "data-link": "", dataset: { historyId: item.id } },
@@ -672,6 +681,7 @@ export function chatPage(main, ctx) {
           "span",
           { class: "conversation-meta" },
           item.pendingAsk ? h("span", { class: "badge badge-waiting" }, "Waiting on you") : null,
+          byMessage ? h("span", { class: "conversation-found" }, "Found in its messages") : null,
           h("span", {}, ago(item.updated)),
         ),
       ),
@@ -680,20 +690,23 @@ export function chatPage(main, ctx) {
 
   async function refreshList() {
     // Again as many as were shown (at least one page, at most 200) from the newest.
+    clearTimeout(listState.searching);
     const limit = Math.min(200, Math.max(50, listState.shown));
     const run = ++listState.run;
+    const q = listQuery();
     try {
-      const page = await getPage(`/histories?limit=${limit}`);
+      const page = await getPage(`/histories?limit=${limit}${q ? `&q=${encodeURIComponent(q)}` : ""}`);
       if (!state.alive || run !== listState.run) return;
       listState.next = page.next;
       listState.shown = page.items.length;
-      replace(
-        list,
-        page.items.length ? page.items.map(conversationItem) : h("li", { class: "muted" }, "No conversations yet."),
-      );
+      listState.query = q;
+      const none = q ? `No conversation matches “${q}”.` : "No conversations yet.";
+      replace(list, page.items.length ? page.items.map(conversationItem) : h("li", { class: "muted" }, none));
       more.hidden = !page.next;
       markCurrent();
-      filterList();
+      // For tests (and anyone waiting): the list shows the server's answer to this search.
+      list.dataset.loaded = "true";
+      list.dataset.query = q;
     } catch {
       // The list is a convenience; the conversation itself still works.
     }
@@ -771,6 +784,7 @@ export function chatPage(main, ctx) {
   return () => {
     state.alive = false;
     clearTimeout(reloadSoon);
+    clearTimeout(listState.searching);
     stopListening();
     for (const card of state.cards.values()) card.dispose();
   };

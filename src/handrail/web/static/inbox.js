@@ -1,12 +1,14 @@
 // The inbox: every ask waiting on the user, across conversations, newest first
-// (GET /histories/pendingAsks, a page at a time: "Show more" follows the Link header's next
-// page). It acts: each ask shows its real gate (approval, confirmation with its countdown,
-// permission, question, ...) read from its conversation's view, and "Answer here" opens its
-// full card in place (answered through POST /histories/{id}/turn). The toolbar filters by kind,
-// gate, agent and conversation and searches titles and prompts; approvals and confirmations
-// can be selected and denied at once. The list follows the events (live.js).
+// (GET /inbox, a page at a time: "Show more" follows the Link header's next page; a server
+// without it gets GET /histories/pendingAsks and each conversation's view). It acts: each ask
+// shows its real gate (approval, confirmation with its countdown, permission, question, ...)
+// and "Answer here" opens its full card in place (answered through POST /histories/{id}/turn).
+// The search box asks the server (GET /inbox?q=, as the person stops typing), so it finds asks
+// beyond the pages loaded; the toolbar's other filters (kind, gate, agent, conversation) sort
+// through the loaded ones. Approvals and confirmations can be selected and denied at once. The
+// list follows the events (live.js).
 
-import { api, get, getPage } from "./api.js";
+import { ApiError, api, get, getPage } from "./api.js";
 import { approvalsSection } from "./approvals.js";
 import { createCard } from "./cards/index.js";
 import { ago, h, replace } from "./dom.js";
@@ -32,6 +34,9 @@ const GATE_LABELS = {
   "page-tool": "Page",
 };
 
+/** How long the search waits after the last key before it asks the server (ms). */
+const SEARCH_DELAY_MS = 250;
+
 /** Gates a bulk deny may answer: both take {action: "accept", content: {confirmed: false}}. */
 const DENIABLE = new Set(["approval", "confirmation"]);
 
@@ -39,16 +44,6 @@ function gateOfItem(item) {
   const pending = item.view && item.view.pendingAsk;
   if (pending && pending.origin) return pending.origin;
   return pending && pending.kind === "clarify" ? "clarify" : "question";
-}
-
-/** The words a search looks in: the title, the card's text and the ask's prompt. */
-function searchable(item) {
-  const pending = (item.view && item.view.pendingAsk) || {};
-  const input = pending.input || {};
-  return [item.title, item.simple && item.simple.title, item.simple && item.simple.text, input.title, input.prompt, input.question, pending.toolName]
-    .filter((part) => typeof part === "string")
-    .join("\n")
-    .toLowerCase();
 }
 
 /** An ask's key: toolCallIds are unique only within their conversation. */
@@ -68,6 +63,7 @@ export function inboxPage(main, ctx) {
   let alive = true;
   let next = null;
   let items = [];
+  let shownQuery = ""; // the search whose answer the list shows
   let loading = 0; // a newer load makes the answers of older ones stale
   // Each ask's element, kept while it waits: a card being filled in survives a reload.
   const elements = new Map(); // keyOf(item) -> {el, stop}
@@ -76,7 +72,7 @@ export function inboxPage(main, ctx) {
   const approvals = approvalsSection(ctx.info);
 
   // --- the toolbar ----------------------------------------------------------------------
-  const search = h("input", { class: "input inbox-search", type: "search", placeholder: "Search titles and prompts", "aria-label": "Search titles and prompts", oninput: show });
+  const search = h("input", { class: "input inbox-search", type: "search", placeholder: "Search titles and prompts", "aria-label": "Search titles and prompts", maxlength: 200, oninput: searchSoon });
   const kind = h("select", { class: "input", "aria-label": "Kind", onchange: show }, option("", "Any kind"), Object.entries(KIND_LABELS).map(([value, label]) => option(value, label)));
   const gate = h("select", { class: "input", "aria-label": "Gate", onchange: show }, option("", "Any gate"), Object.entries(GATE_LABELS).map(([value, label]) => option(value, label)));
   const agent = h("select", { class: "input", "aria-label": "Agent", onchange: show }, option("", "Any agent"));
@@ -94,9 +90,23 @@ export function inboxPage(main, ctx) {
     if (kind.value && item.kind !== kind.value) return false;
     if (gate.value && gateOfItem(item) !== gate.value) return false;
     if (agent.value && (!item.view || item.view.agent !== agent.value)) return false;
-    if (conversation.value && item.historyId !== conversation.value) return false;
-    const words = search.value.trim().toLowerCase();
-    return !words || words.split(/\s+/).every((word) => searchable(item).includes(word));
+    return !conversation.value || item.historyId === conversation.value;
+  }
+
+  // --- the search: the server's (GET /inbox?q=), once the person stops typing ---------------
+  let searching = 0;
+  let source = "/inbox"; // GET /histories/pendingAsks on a server without /inbox (no search)
+  function query() {
+    // Control characters (a pasted tab or line break) are refused by the server: spaces here.
+    return search.value.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, 200);
+  }
+  function searchSoon() {
+    clearTimeout(searching);
+    searching = setTimeout(() => alive && load(), SEARCH_DELAY_MS);
+  }
+  function firstPage() {
+    const q = query();
+    return source === "/inbox" && q ? `/inbox?q=${encodeURIComponent(q)}` : source;
   }
 
   // --- one item ---------------------------------------------------------------------------
@@ -205,9 +215,16 @@ export function inboxPage(main, ctx) {
     replace(list, shown.map(elementOf));
     const filtered = shown.length !== items.length;
     const count = next ? `${items.length}+` : String(items.length);
-    status.textContent = items.length
-      ? `${count} ask${items.length === 1 && !next ? "" : "s"} waiting on you.${filtered ? ` ${shown.length} shown.` : ""}`
-      : "Nothing is waiting on you.";
+    const plural = items.length === 1 && !next ? "" : "s";
+    if (shownQuery) {
+      status.textContent = items.length
+        ? `${count} ask${plural} waiting on you ${plural ? "match" : "matches"} “${shownQuery}”.${filtered ? ` ${shown.length} shown.` : ""}`
+        : `No ask waiting on you matches “${shownQuery}”.`;
+    } else {
+      status.textContent = items.length
+        ? `${count} ask${plural} waiting on you.${filtered ? ` ${shown.length} shown.` : ""}`
+        : "Nothing is waiting on you.";
+    }
     more.hidden = !next;
     const present = new Set(items.map(keyOf));
     forget(present);
@@ -215,7 +232,12 @@ export function inboxPage(main, ctx) {
     denySelected.disabled = !selected.size;
   }
 
+  /** The items of a page with their views: GET /inbox has them; pendingAsks needs a read of
+   * each conversation. */
   async function withViews(page) {
+    if (source === "/inbox") {
+      return page.map((item) => ({ ...item, view: { agent: item.agent, pendingAsk: item.pendingAsk || null } }));
+    }
     return Promise.all(
       page.map(async (item) => {
         try {
@@ -234,21 +256,36 @@ export function inboxPage(main, ctx) {
     fillChoices(conversation, new Map(items.map((i) => [i.historyId, i.title || "Untitled"])));
   }
 
+  async function fetchFirst() {
+    try {
+      return await getPage(firstPage());
+    } catch (error) {
+      if (source !== "/inbox" || !(error instanceof ApiError) || error.status !== 404) throw error;
+      source = "/histories/pendingAsks"; // an older server: no /inbox, and no search
+      search.hidden = true;
+      return getPage(source);
+    }
+  }
+
   async function load() {
     const run = ++loading;
+    clearTimeout(searching);
+    const q = source === "/inbox" ? query() : "";
     try {
-      const page = await getPage("/histories/pendingAsks");
+      const page = await fetchFirst();
       const full = await withViews(page.items);
       if (!alive || run !== loading) return;
       next = page.next;
       items = full;
+      shownQuery = q;
       refreshChoices();
       show();
       // For tests (and anyone waiting): the list shows what the server said at least once.
       list.dataset.loaded = "true";
+      list.dataset.query = q;
       ctx.refreshPending();
     } catch (error) {
-      status.textContent = error.message;
+      if (alive && run === loading) status.textContent = error.message;
     }
   }
 
@@ -319,6 +356,7 @@ export function inboxPage(main, ctx) {
   return () => {
     alive = false;
     clearTimeout(soon);
+    clearTimeout(searching);
     stopListening();
     forget(new Set());
   };
