@@ -112,6 +112,58 @@ def test_the_wire_form_round_trips_and_ask_events_show_public_keys_only() -> Non
         UserEvent.from_json({"kind": "nope", "userId": "a", "id": "b"})
 
 
+async def test_an_ask_event_concerns_each_approver_and_admins_too(database_url: str) -> None:
+    """An ask event of a gate with approvers reaches its owner and each approver (``admins``:
+    every admin's subscription), live, replayed, and from another process on PostgreSQL."""
+    pending = PendingAsk(
+        tool_call_id="call-1",
+        kind="confirm",
+        input={"prompt": "Wipe?"},
+        simple={"kind": "confirm"},
+        origin="approval",
+        approvers=["bob", "admins"],
+        quorum=2,
+    )
+    created = ask_created_event("alice", "h" * 24, pending)
+    assert created.approvers == ("bob", "admins")
+    assert created.to_json()["approvers"] == ["bob", "admins"]
+    assert UserEvent.from_json(created.to_json()) == created
+    assert "approvers" not in _event("alice").to_json()
+    answered = ask_resolved_event("alice", "h" * 24, pending, "accept")
+    assert answered.concerns("bob")
+    assert answered.concerns("root", is_admin=True)
+    assert not answered.concerns("carol")
+    assert not answered.concerns("root")
+    one = await Store.open(database_url)
+    two = await Store.open(database_url)
+    try:
+        await two.events.start()
+        async with (
+            one.events.subscribe("bob") as bob,
+            one.events.subscribe("root", is_admin=True) as root,
+            one.events.subscribe("carol") as carol,
+            two.events.subscribe("bob") as bob_elsewhere,
+        ):
+            await one.events.publish(created)
+            assert await bob.get(timeout=2) == created
+            assert await root.get(timeout=2) == created
+            assert await carol.get(timeout=0.1) is None
+            if one.db.backend == "postgresql":
+                assert await bob_elsewhere.get(timeout=5) == created
+            # A turn's events stay the owner's.
+            await one.events.publish(_event("alice", "turn.started"))
+            assert await bob.get(timeout=0.1) is None
+            await one.events.publish(answered)
+        async with one.events.subscribe("bob", last_event_id=created.id) as again:
+            replayed = await again.get(timeout=1)
+            assert replayed is not None
+            assert replayed.kind == "ask.answered"
+            assert await again.get(timeout=0.05) is None
+    finally:
+        await one.close()
+        await two.close()
+
+
 @pytest.mark.parametrize("size", [10, 30_000])
 async def test_postgresql_carries_events_between_two_stores(
     postgres_cluster: object, tmp_path: Path, size: int

@@ -3,7 +3,9 @@ button.
 
 The message holds what the card holds and nothing more: its title, its text (the prompt cut to
 140 characters), its buttons' labels, and a link to the conversation in the app when the card
-hands off. Each button's link opens a page that shows the card and the chosen button, and asks
+hands off. An approver's message (a gate that names approvers, in another user's conversation)
+says whose conversation asks, and links to the approver's inbox instead: they may not open the
+conversation. Each button's link opens a page that shows the card and the chosen button, and asks
 for one more click (mail scanners open links; opening one never answers).
 
 The outbox keeps only the ids of the links, never a link's token: the token is the id and its
@@ -98,9 +100,11 @@ def email_payload(
     to: str,
     history_id: str,
     reminder: bool,
+    owner_id: str | None = None,
 ) -> dict[str, Any]:
     """What the outbox keeps to send the message: the address, the card (its title, text,
-    button labels with their link ids, handoff) and the conversation."""
+    button labels with their link ids, handoff) and the conversation (`owner_id`: its owner,
+    for an approver's message)."""
     card = pending.simple
     by_button = {link.button_id: link.id for link in links}
     buttons = [
@@ -122,6 +126,8 @@ def email_payload(
     }
     if isinstance(card.get("title"), str):
         out["title"] = card["title"]
+    if owner_id is not None:
+        out["ownerId"] = owner_id
     return out
 
 
@@ -134,18 +140,30 @@ def render_email(
     reminder = bool(payload.get("reminder"))
     subject = title if isinstance(title, str) and title else (text[:60] or "An ask is waiting")
     subject = ("Reminder: " if reminder else "") + subject
-    app_link = f"{public_url}/c/{payload.get('historyId', '')}"
+    owner = payload.get("ownerId")
+    approver = isinstance(owner, str) and bool(owner)
+    # An approver answers in their inbox: the conversation is not theirs to open.
+    app_link = (
+        f"{public_url}/inbox" if approver else f"{public_url}/c/{payload.get('historyId', '')}"
+    )
     buttons = [
         (str(b.get("label", "")), f"{public_url}{LINKS_PATH}/{link_token(key, str(b['link']))}")
         for b in payload.get("buttons", [])
         if isinstance(b, Mapping) and "link" in b
     ]
-    lines = [
-        "An assistant is waiting for your answer."
-        if not reminder
-        else "This ask still waits for your answer.",
-        "",
-    ]
+    if approver:
+        opening = (
+            f"An assistant asks for your approval in {owner}'s conversation."
+            if not reminder
+            else f"A call in {owner}'s conversation still waits for your approval."
+        )
+    else:
+        opening = (
+            "An assistant is waiting for your answer."
+            if not reminder
+            else "This ask still waits for your answer."
+        )
+    lines = [opening, ""]
     if isinstance(title, str) and title:
         lines += [title, ""]
     lines += [text, ""]
@@ -153,6 +171,8 @@ def render_email(
         lines.append(f"{label}: {url}")
     if payload.get("handoff") or not buttons:
         lines += ["", f"Answer in handrail: {app_link}"]
+    elif approver:
+        lines += ["", f"Or open your inbox: {app_link}"]
     else:
         lines += ["", f"Or open the conversation: {app_link}"]
     lines += ["", "Each link works once. Opening one shows the ask and asks you to confirm."]
@@ -163,15 +183,23 @@ def render_email(
     message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
     message.set_content("\n".join(lines))
     message.add_alternative(
-        _html(title, text, buttons, app_link, bool(payload.get("handoff"))), subtype="html"
+        _html(title, text, buttons, app_link, bool(payload.get("handoff")), opening, approver),
+        subtype="html",
     )
     return message
 
 
 def _html(
-    title: Any, text: str, buttons: list[tuple[str, str]], app_link: str, handoff: bool
+    title: Any,
+    text: str,
+    buttons: list[tuple[str, str]],
+    app_link: str,
+    handoff: bool,
+    opening: str,
+    approver: bool,
 ) -> str:
     parts = ['<!doctype html><html><body style="font-family:sans-serif;max-width:36em">']
+    parts.append(f"<p>{html.escape(opening)}</p>")
     if isinstance(title, str) and title:
         parts.append(f"<h2>{html.escape(title)}</h2>")
     parts.append(f"<p>{html.escape(text)}</p><p>")
@@ -182,7 +210,13 @@ def _html(
             f'text-decoration:none">{html.escape(label)}</a>'
         )
     parts.append("</p>")
-    what = "Answer in handrail" if handoff or not buttons else "Open the conversation"
+    what = (
+        "Answer in handrail"
+        if handoff or not buttons
+        else "Open your inbox"
+        if approver
+        else "Open the conversation"
+    )
     parts.append(f'<p><a href="{html.escape(app_link)}">{what}</a></p>')
     parts.append(
         '<p style="color:#555;font-size:small">Each link works once. Opening one shows the ask '

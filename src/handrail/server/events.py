@@ -18,8 +18,10 @@ would. A client that disconnects ends only its own subscription; a server shutti
 every stream (its protocol calls the function the route leaves in the scope under
 `END_STREAM_KEY`).
 
-Owners hear only their own events. An admin may hear another user's with ``?userId=`` (read
-only, as an admin may read another user's history); anyone else naming another user gets 403.
+Owners hear only their own events, and the ask events of the gates they may approve (they are
+named as an approver, or they are an admin and ``admins`` is). An admin may hear another
+user's with ``?userId=`` (read only, as an admin may read another user's history); anyone else
+naming another user gets 403.
 """
 
 from __future__ import annotations
@@ -66,10 +68,13 @@ async def _stream(
     last_event_id: str | None,
     heartbeat_s: float,
     max_s: float | None,
+    is_admin: bool = False,
 ) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     deadline = None if max_s is None else loop.time() + max_s
-    async with bus.subscribe(user_id, last_event_id=last_event_id) as subscription:
+    async with bus.subscribe(
+        user_id, last_event_id=last_event_id, is_admin=is_admin
+    ) as subscription:
         request.scope[END_STREAM_KEY] = subscription.end
         yield f"retry: {RETRY_MS}\n: ready\n\n"
         while True:
@@ -133,6 +138,8 @@ async def events(
             last,
             heartbeat,
             None if max_s is None else float(max_s),
+            # An admin hears the gates that admins approve (on their own stream only).
+            principal.is_admin and whose == principal.user_id,
         )
     )
 

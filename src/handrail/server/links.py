@@ -5,7 +5,9 @@ one button that confirms the choice. Confirming (``POST``) marks the link used, 
 presses the card's button through the runtime's answer path, the same compare-and-set as any
 other answer: the first answer wins. A link whose token is not this server's shows "not
 valid"; a used link, an expired one, and one whose ask was answered, cancelled or replaced
-meanwhile each say so. A page never shows more than the card does.
+meanwhile each say so. A page never shows more than the card does. A link of an approver's
+email (a gate that names approvers, in another user's conversation) answers as that approver
+(`Runtime.start_approval`), while they are still one of the gate's approvers.
 
 The pages are small server-rendered HTML (no script), outside the API prefix and the OpenAPI
 document; the token in the URL is the only credential, so the pages send no referrer.
@@ -20,10 +22,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from .._util import utc_now
+from ..asks import resolve_button_answer
 from ..errors import ConfirmationExpired, HandrailError, HistoryNotFound, NotOwner, NotPending
+from ..runtime.approvals import is_approver
 from ..runtime.runtime import Runtime
 from ..runtime.turn import Principal
 from ..store.outbox import AnswerLink, AnswerLinkRepo
+from .auth import Authenticator
 from .bodies import store_of
 from .email import LINKS_PATH, link_id_of
 
@@ -92,9 +97,12 @@ async def _open(
     pending = history.pending_ask if history is not None else None
     if (
         history is None
-        or history.owner_id != link.user_id
         or pending is None
         or pending.tool_call_id != link.tool_call_id
+        or (
+            history.owner_id != link.user_id
+            and not is_approver(pending, _principal(request, link.user_id))
+        )
     ):
         return _message(_ANSWERED, 409)
     card = pending.simple
@@ -103,6 +111,11 @@ async def _open(
     if button is None:
         return _message(_ANSWERED, 409)
     return link, card, button
+
+
+def _principal(request: Request, user_id: str) -> Principal:
+    authenticator: Authenticator = request.app.state.authenticator
+    return authenticator.user(user_id)
 
 
 def _card_html(card: dict[str, object]) -> str:
@@ -138,11 +151,22 @@ async def use_link(request: Request) -> Response:
     if not await repo.use(link.id, now=utc_now()):
         return _message(_USED, 410)
     runtime: Runtime = request.app.state.runtime
-    principal = Principal(user_id=link.user_id)
+    principal = _principal(request, link.user_id)
+    history = await store_of(request).histories.get(link.history_id)
     try:
-        await runtime.start_button(
-            principal, link.history_id, link.tool_call_id, link.button_id, via="link"
-        )
+        if history is not None and history.owner_id != link.user_id:
+            # An approver's link: their approval (or deny), as from their inbox.
+            response = resolve_button_answer(card, link.button_id)
+            await runtime.start_approval(
+                principal,
+                link.history_id,
+                {"toolCallId": link.tool_call_id, **response},
+                via="link",
+            )
+        else:
+            await runtime.start_button(
+                principal, link.history_id, link.tool_call_id, link.button_id, via="link"
+            )
     except NotPending:
         return _message(_ANSWERED, 409)
     except (HistoryNotFound, NotOwner):

@@ -470,6 +470,12 @@ def _user_event() -> JsonSchema:
             "historyId": {"type": ["string", "null"]},
             "created": {"type": "string", "format": "date-time"},
             "data": {"type": "object"},
+            "approvers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "An ask event of a gate with approvers: they hear it too "
+                "(user ids, or admins for every admin).",
+            },
         },
         "required": ["id", "kind", "userId", "historyId", "created", "data"],
     }

@@ -4,8 +4,12 @@ outbox.
 `Reach.handle` takes a user event (an ask created, a reminder, an ask answered or cancelled)
 from the store's event bus (`handrail.store.events`: every process hears every user's events)
 and writes one delivery per webhook that wants it and, for a new ask or a reminder, one email to
-the user (when email is on and the user has an address). Writing is idempotent per event and
-target, so an event handled twice (two processes, a retry) is delivered once.
+the user (when email is on and the user has an address). An ask of a gate with approvers
+reaches each of them the same way (``admins``: every configured admin): a webhook that wants
+one of them gets the event (``userId`` is the approver's, ``ownerId`` the conversation's), and
+each approver with an address gets the email, whose links answer as that approver. Writing is
+idempotent per event and target, so an event handled twice (two processes, a retry) is
+delivered once, and a webhook that wants both the owner and an approver gets it once.
 
 The worker (`start`, `aclose`) sends due deliveries: it claims each (so no other process sends
 it meanwhile), makes one attempt, and records it in the delivery log. A failed attempt is
@@ -30,6 +34,9 @@ import httpx
 
 from .._util import iso, utc_now
 from ..asks import PendingAsk
+from ..policy.rules import ADMINS
+from ..runtime.approvals import is_approver
+from ..runtime.turn import Principal
 from ..store import Store
 from ..store.outbox import AnswerLinkRepo, Delivery, DeliveryRepo, new_delivery
 from .config import ServerConfig
@@ -81,6 +88,7 @@ class Reach:
         self.public_url = config.public_url
         self.link_key = config.link_key
         self.addresses = {u.id: u.email for u in config.users if u.email}
+        self.admins = tuple(u.id for u in config.users if u.admin)
         self._poll_s = poll_s
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -106,42 +114,67 @@ class Reach:
             agent = history.agent if history is not None else None
         queued = 0
         created = getattr(event, "created", None)
-        payload = {
-            "type": kind,
-            "timestamp": created if isinstance(created, str) else iso(utc_now()),
-            "data": {**data, "userId": event.user_id, "historyId": event.history_id},
-        }
-        for hook in hooks:
-            if hook.wants(kind, event.user_id, agent):
-                delivery = new_delivery(
-                    event_id=event.id,
-                    channel="webhook",
-                    target=hook.name,
-                    user_id=event.user_id,
-                    kind=kind,
-                    payload=payload,
-                )
-                queued += await self.deliveries.enqueue(delivery)
-        if kind in EMAIL_EVENTS and self.email is not None and event.history_id:
-            queued += await self._enqueue_email(event, data)
+        for user_id in self.recipients(event):
+            extra = {} if user_id == event.user_id else {"ownerId": event.user_id}
+            payload = {
+                "type": kind,
+                "timestamp": created if isinstance(created, str) else iso(utc_now()),
+                "data": {**data, "userId": user_id, "historyId": event.history_id, **extra},
+            }
+            for hook in hooks:
+                if hook.wants(kind, user_id, agent):
+                    delivery = new_delivery(
+                        event_id=event.id,
+                        channel="webhook",
+                        target=hook.name,
+                        user_id=user_id,
+                        kind=kind,
+                        payload=payload,
+                    )
+                    queued += await self.deliveries.enqueue(delivery)
+            if kind in EMAIL_EVENTS and self.email is not None and event.history_id:
+                queued += await self._enqueue_email(event, data, user_id)
         if queued:
             self._wake.set()
         return queued
 
-    async def _enqueue_email(self, event: ReachEvent, data: Mapping[str, Any]) -> int:
-        address = self.addresses.get(event.user_id)
+    def recipients(self, event: ReachEvent) -> list[str]:
+        """Who an event reaches: its user, then its approvers (``admins``: every configured
+        admin), each once."""
+        found = [event.user_id]
+        for name in getattr(event, "approvers", ()) or ():
+            for user_id in self.admins if name == ADMINS else (name,):
+                if user_id not in found:
+                    found.append(user_id)
+        return found
+
+    async def _enqueue_email(self, event: ReachEvent, data: Mapping[str, Any], user_id: str) -> int:
+        address = self.addresses.get(user_id)
         if address is None or self.email is None or event.history_id is None:
             return 0
         history = await self.store.histories.get(event.history_id)
         pending = history.pending_ask if history is not None else None
-        if pending is None or history is None or history.owner_id != event.user_id:
-            return 0  # answered already, or not this user's: nothing to ask by email
+        if pending is None or history is None:
+            return 0  # answered already: nothing to ask by email
+        owner = history.owner_id == user_id
+        if not owner and not is_approver(pending, self.principal(user_id)):
+            return 0  # not this user's to answer
         wanted = _tool_call_id(data)
         if wanted is not None and wanted != pending.tool_call_id:
             return 0
         return await self._queue_email(
-            event.id, event.kind, pending, event.user_id, address, history.id
+            event.id,
+            event.kind,
+            pending,
+            user_id,
+            address,
+            history.id,
+            owner_id=None if owner else history.owner_id,
         )
+
+    def principal(self, user_id: str) -> Principal:
+        """A configured user as a principal (an admin is one)."""
+        return Principal(user_id=user_id, is_admin=user_id in self.admins)
 
     async def _queue_email(
         self,
@@ -151,6 +184,8 @@ class Reach:
         user_id: str,
         address: str,
         history_id: str,
+        *,
+        owner_id: str | None = None,
     ) -> int:
         assert self.email is not None
         links = new_links(pending, user_id=user_id, history_id=history_id, ttl=self.email.link_ttl)
@@ -166,6 +201,7 @@ class Reach:
                 to=address,
                 history_id=history_id,
                 reminder=kind == "ask.reminder",
+                owner_id=owner_id,
             ),
         )
         if not await self.deliveries.enqueue(delivery):

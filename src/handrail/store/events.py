@@ -27,7 +27,13 @@ history it is about (if any), when it happened and its public data. The kinds
 
 The data is public: only what the person may see (an ask's ``event`` surface, never its
 replay messages, a secret or a file's bytes). The wire form is `UserEvent.to_json`:
-``{id, kind, userId, historyId, created, data}``.
+``{id, kind, userId, historyId, created, data}``, plus ``approvers`` for an ask event of a gate
+that names approvers.
+
+An event concerns its user (the conversation's owner) and, for the ask events of a gate with
+approvers, every one of them (`UserEvent.approvers`: user ids, or ``admins`` for every admin):
+everyone who may answer it hears it (`UserEvent.concerns`). The ask's ``event`` surface is all
+an approver gets: the call, its arguments or preview, who approved so far.
 
 The bus is `EventBus`, one per `Store` (``store.events``)::
 
@@ -134,10 +140,21 @@ class UserEvent:
     data: Mapping[str, Any] = field(default_factory=dict)
     id: str = field(default_factory=new_id)
     created: str = field(default_factory=lambda: iso(utc_now()))
+    #: The others who may answer it (an ask event of a gate with approvers): user ids, or
+    #: ``admins`` for every admin.
+    approvers: tuple[str, ...] = ()
+
+    def concerns(self, user_id: str, *, is_admin: bool = False) -> bool:
+        """Whether `user_id` hears it: its user, or one of its approvers (``admins``: any
+        admin)."""
+        if user_id == self.user_id or user_id in self.approvers:
+            return True
+        return is_admin and "admins" in self.approvers
 
     def to_json(self) -> dict[str, Any]:
-        """The wire form: ``{id, kind, userId, historyId, created, data}``."""
-        return {
+        """The wire form: ``{id, kind, userId, historyId, created, data}`` (and
+        ``approvers`` when it has some)."""
+        out: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
             "userId": self.user_id,
@@ -145,6 +162,9 @@ class UserEvent:
             "created": self.created,
             "data": dict(self.data),
         }
+        if self.approvers:
+            out["approvers"] = list(self.approvers)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> UserEvent:
@@ -158,6 +178,7 @@ class UserEvent:
         history_id = data.get("historyId")
         payload = data.get("data") or {}
         created = data.get("created")
+        approvers = data.get("approvers")
         return cls(
             kind=cast(EventKind, kind),
             user_id=user_id,
@@ -165,6 +186,7 @@ class UserEvent:
             data=dict(payload) if isinstance(payload, Mapping) else {},
             id=event_id,
             created=created if isinstance(created, str) else iso(utc_now()),
+            approvers=tuple(str(a) for a in approvers) if isinstance(approvers, list) else (),
         )
 
 
@@ -175,9 +197,14 @@ _END: Final = UserEvent(kind="reload", user_id="", id="end", data={"reason": "en
 def ask_created_event(
     user_id: str, history_id: str, pending: PendingAsk, *, kind: EventKind = "ask.created"
 ) -> UserEvent:
-    """``ask.created`` (or ``ask.reminder``) for `pending`: its ``event`` surface only."""
+    """``ask.created`` (or ``ask.reminder``) for `pending`: its ``event`` surface only; it
+    reaches the ask's approvers too."""
     return UserEvent(
-        kind=kind, user_id=user_id, history_id=history_id, data={"ask": pending.public("event")}
+        kind=kind,
+        user_id=user_id,
+        history_id=history_id,
+        data={"ask": pending.public("event")},
+        approvers=tuple(pending.approvers or ()),
     )
 
 
@@ -189,7 +216,8 @@ def ask_resolved_event(
     *,
     reason: str | None = None,
 ) -> UserEvent:
-    """``ask.answered`` (accept, decline) or ``ask.cancelled`` (cancel) for `pending`."""
+    """``ask.answered`` (accept, decline) or ``ask.cancelled`` (cancel) for `pending`; it
+    reaches the ask's approvers too."""
     data: dict[str, Any] = {
         "toolCallId": pending.tool_call_id,
         "action": action,
@@ -200,15 +228,26 @@ def ask_resolved_event(
     if reason:
         data["reason"] = reason
     kind: EventKind = "ask.cancelled" if action == "cancel" else "ask.answered"
-    return UserEvent(kind=kind, user_id=user_id, history_id=history_id, data=data)
+    return UserEvent(
+        kind=kind,
+        user_id=user_id,
+        history_id=history_id,
+        data=data,
+        approvers=tuple(pending.approvers or ()),
+    )
 
 
 class Subscription:
     """The events of one user (or of all, with ``user_id=None``), in the order this process
     heard them. Iterate it (``async for``); leave the bus's ``async with`` to end it."""
 
-    def __init__(self, bus: EventBus, user_id: str | None, queue_size: int) -> None:
+    def __init__(
+        self, bus: EventBus, user_id: str | None, queue_size: int, *, is_admin: bool = False
+    ) -> None:
         self.user_id = user_id
+        #: Whether the user is an admin (then the events of gates that ``admins`` approve
+        #: reach them).
+        self.is_admin = is_admin
         self._bus = bus
         self._queue: asyncio.Queue[UserEvent] = asyncio.Queue()
         self._size = queue_size
@@ -217,7 +256,7 @@ class Subscription:
         self.ended = False
 
     def wants(self, event: UserEvent) -> bool:
-        return self.user_id is None or event.user_id == self.user_id
+        return self.user_id is None or event.concerns(self.user_id, is_admin=self.is_admin)
 
     def put(self, event: UserEvent) -> None:
         """Queue `event` (from the bus's event loop). A full queue is dropped for one
@@ -339,24 +378,27 @@ class EventBus:
 
     @contextlib.asynccontextmanager
     async def subscribe(
-        self, user_id: str | None, *, last_event_id: str | None = None
+        self, user_id: str | None, *, last_event_id: str | None = None, is_admin: bool = False
     ) -> AsyncIterator[Subscription]:
-        """A `Subscription` to `user_id`'s events (None: everyone's). With `last_event_id`,
-        the events after it come first, or one ``reload`` when it is out of the window."""
+        """A `Subscription` to the events that concern `user_id` (None: everyone's; an admin,
+        `is_admin`, hears the gates ``admins`` approve). With `last_event_id`, the events after
+        it come first, or one ``reload`` when it is out of the window."""
         if self._remote and self._listener is None:
             await self.start()
-        subscription = self.open(user_id, last_event_id=last_event_id)
+        subscription = self.open(user_id, last_event_id=last_event_id, is_admin=is_admin)
         try:
             yield subscription
         finally:
             self.discard(subscription)
 
-    def open(self, user_id: str | None, *, last_event_id: str | None = None) -> Subscription:
+    def open(
+        self, user_id: str | None, *, last_event_id: str | None = None, is_admin: bool = False
+    ) -> Subscription:
         """`subscribe` without the ``async with``, for a long-lived listener that is in place
         at once: hears from now on, until `discard`."""
-        subscription = Subscription(self, user_id, self._queue_size)
+        subscription = Subscription(self, user_id, self._queue_size, is_admin=is_admin)
         if last_event_id:
-            replay = self.since(last_event_id, user_id)
+            replay = self.since(last_event_id, user_id, is_admin=is_admin)
             if replay is None:
                 subscription.put(subscription.reload("missed"))
             else:
@@ -369,13 +411,19 @@ class EventBus:
         """End a subscription `open` made."""
         self._subscribers.discard(subscription)
 
-    def since(self, event_id: str, user_id: str | None) -> list[UserEvent] | None:
-        """The kept events after `event_id` (of `user_id`, None: all); None when that id is
-        not among them."""
+    def since(
+        self, event_id: str, user_id: str | None, *, is_admin: bool = False
+    ) -> list[UserEvent] | None:
+        """The kept events after `event_id` (that concern `user_id`, None: all); None when
+        that id is not among them."""
         recent = list(self._recent)
         for index in range(len(recent) - 1, -1, -1):
             if recent[index].id == event_id:
-                return [e for e in recent[index + 1 :] if user_id is None or e.user_id == user_id]
+                return [
+                    e
+                    for e in recent[index + 1 :]
+                    if user_id is None or e.concerns(user_id, is_admin=is_admin)
+                ]
         return None
 
     @property
