@@ -39,6 +39,7 @@ SHELL_PATHS: Final = (
     "/connections",
     "/agents",
     "/deliveries",
+    "/audit",
     "/c/{historyId}",
 )
 PREFIX_MARKER: Final = "__HANDRAIL_API_PREFIX__"

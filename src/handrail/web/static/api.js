@@ -112,6 +112,12 @@ export async function api(method, path, body, options = {}) {
 
 export const get = (path, options) => api("GET", path, undefined, options);
 
+/** GET a file the API makes (an export), with the token like every call: a Blob. */
+export async function getBlob(path, options = {}) {
+  const response = await send("GET", path, undefined, { ...options, headers: { Accept: "*/*" } });
+  return response.blob();
+}
+
 /** One page of a paged list (GET /histories, GET /histories/pendingAsks): `{items, next}`,
  * where `next` is the path of the next page from the `Link: <...>; rel="next"` header, to pass
  * to getPage again, or null on the last page. */

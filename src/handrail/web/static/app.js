@@ -4,6 +4,7 @@
 
 import { agentsPage } from "./agents.js";
 import { auth, get, getPage, onUnauthorized } from "./api.js";
+import { auditPage } from "./audit.js";
 import { chatPage } from "./chat.js";
 import { connectionsPage } from "./connections.js";
 import { deliveriesPage } from "./deliveries.js";
@@ -26,6 +27,7 @@ const ROUTES = [
   { pattern: /^\/connections$/, page: connectionsPage, nav: "connections", title: "Connections" },
   { pattern: /^\/agents$/, page: agentsPage, nav: "agents", title: "Agents" },
   { pattern: /^\/deliveries$/, page: deliveriesPage, nav: "deliveries", title: "Deliveries" },
+  { pattern: /^\/audit$/, page: auditPage, nav: "audit", title: "Audit log" },
 ];
 
 const NAV = [
@@ -37,6 +39,7 @@ const NAV = [
   { id: "agents", href: "/agents", label: "Agents" },
   // For admins: the log of webhooks and emails (others reach theirs by its address).
   { id: "deliveries", href: "/deliveries", label: "Deliveries", admin: true },
+  { id: "audit", href: "/audit", label: "Audit" },
 ];
 
 const state = { info: null, cleanup: null, pending: null, pendingMore: false, badge: null, firstRender: true, baseTitle: "handrail", refreshing: 0 };
@@ -244,7 +247,7 @@ window.addEventListener("storage", (event) => {
 // The count follows the events: an ask created, answered or cancelled anywhere.
 onEvent((event) => {
   if (!state.info) return;
-  if (event.kind === "ask.created") notifyAsk(event, navigate);
+  if (event.kind === "ask.created") notifyAsk(event, navigate, state.info.user.id);
   if (changesAsks(event)) {
     clearTimeout(state.refreshing);
     state.refreshing = setTimeout(refreshPending, 50);

@@ -1,10 +1,12 @@
 // Connections: the saved connections (and the configuration's, read-only) with their status and
 // their tools' safety classes; for admins, the catalog to add one from (a form from its config
-// fields, secrets as password inputs), refresh, trust, per-tool overrides and remove. Everyone
+// fields, secrets as password inputs), refresh, trust, per-tool overrides, approvers
+// (connection_approvals.js) and remove. Everyone
 // else sees the connections they can use and their own permission level.
 
 import { ApiError, api, get, getPage } from "./api.js";
 import { ago, h, replace, uid } from "./dom.js";
+import { approvalsEditor, rulesText } from "./connection_approvals.js";
 import { instructionsSection } from "./instructions.js";
 
 const CLASSES = ["read-only", "mutating", "consequential"];
@@ -44,7 +46,7 @@ export function connectionsPage(main, ctx) {
       h(
         "thead",
         {},
-        h("tr", {}, h("th", { scope: "col" }, "Tool"), h("th", { scope: "col" }, "Model calls it"), h("th", { scope: "col" }, "Class"), admin && !connection.readOnly ? h("th", { scope: "col" }, "Override") : null),
+        h("tr", {}, h("th", { scope: "col" }, "Tool"), h("th", { scope: "col" }, "Model calls it"), h("th", { scope: "col" }, "Class"), h("th", { scope: "col" }, "Who approves"), admin && !connection.readOnly ? h("th", { scope: "col" }, "Override") : null),
       ),
       h(
         "tbody",
@@ -56,6 +58,7 @@ export function connectionsPage(main, ctx) {
             h("td", { "data-label": "Tool" }, h("code", {}, tool.name), h("div", { class: "helper" }, tool.description)),
             h("td", { "data-label": "Model calls it" }, tool.modelName ? h("code", {}, tool.modelName) : h("span", { class: "muted" }, "not offered")),
             h("td", { "data-label": "Class" }, h("span", { class: `badge badge-${tool.safetyClass}` }, tool.safetyClass)),
+            h("td", { "data-label": "Who approves", class: "tool-rules" }, rulesText(tool.rules)),
             admin && !connection.readOnly ? h("td", { "data-label": "Override" }, overrideSelect(connection, tool)) : null,
           ),
         ),
@@ -108,6 +111,7 @@ export function connectionsPage(main, ctx) {
       connection.secretsSet && connection.secretsSet.length ? h("p", { class: "helper" }, `Secrets set: ${connection.secretsSet.join(", ")}`) : null,
       h("p", { class: "helper" }, "Your level: ", h("strong", {}, level || "not set (its next use asks)")),
       instructionsSection(connection, { admin, template: templates.get(connection.app) || null, onSaved: load, say }),
+      admin && !connection.readOnly ? approvalsEditor(connection, tools, { onSaved: load, say }) : null,
       admin && !connection.readOnly
         ? h(
             "div",

@@ -348,15 +348,22 @@ export function inboxPage(main, ctx) {
   // Live: an ask created, answered or cancelled anywhere (another tab, device or server
   // process) shows here at once.
   let soon = 0;
+  let soonApprovals = 0;
   const stopListening = onEvent((event) => {
     if (!changesAsks(event)) return;
     clearTimeout(soon);
     soon = setTimeout(() => alive && load(), 50);
+    // A gate that names approvers (this user may be one): "Waiting for your approval" too.
+    if (event.kind === "reload" || (event.approvers && event.approvers.length)) {
+      clearTimeout(soonApprovals);
+      soonApprovals = setTimeout(() => alive && approvals.load(), 50);
+    }
   });
   return () => {
     alive = false;
     clearTimeout(soon);
     clearTimeout(searching);
+    clearTimeout(soonApprovals);
     stopListening();
     forget(new Set());
   };

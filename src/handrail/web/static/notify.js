@@ -51,10 +51,13 @@ export function notificationsToggle() {
 }
 
 /** Show the notification of an ``ask.created`` event, when they are on and the person is not
- * looking at that conversation. */
-export function notifyAsk(event, navigate) {
+ * looking at that conversation (`me`: the signed-in user; another user's ask is one they may
+ * approve, answered in the inbox). */
+export function notifyAsk(event, navigate, me = null) {
   if (!notificationsOn()) return;
-  const path = `/c/${event.historyId}`;
+  // An approver's ask (another user's conversation) is answered in the inbox.
+  const mine = !me || event.userId === me;
+  const path = mine ? `/c/${event.historyId}` : "/inbox";
   if (document.visibilityState === "visible" && location.pathname === path) return;
   const ask = (event.data && event.data.ask) || {};
   const simple = ask.simple || {};
