@@ -100,6 +100,16 @@ class Counters:
         return {name: count.__reduce__()[1][0] for name, count in self.counts.items()}
 
 
+#: With ``--trace``: each round trip's statement while tracing is on (``/_bench/trace``).
+TRACE: list[str] | None = None
+
+
+def traced(sql: str, connection: object = None) -> None:
+    if TRACE is not None:
+        where = f"c{id(connection) % 997:03d} " if connection is not None else ""
+        TRACE.append(where + " ".join(sql.split())[:150])
+
+
 COUNTERS = Counters()
 
 
@@ -112,6 +122,7 @@ def count_sqlite() -> None:
     connect = sqlite3.connect
 
     def trace(sql: str) -> None:
+        traced(sql)
         head = sql[:16].upper()
         if head.startswith("BEGIN"):
             COUNTERS.transactions()
@@ -147,6 +158,7 @@ def count_asyncpg() -> None:
 
         async def counted(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
             COUNTERS.round_trips()
+            traced(query, self)
             upper = query.lstrip()[:6].upper()
             if upper not in ("BEGIN", "BEGIN;", "COMMIT", "ROLLBA", "SAVEPO", "RELEAS"):
                 COUNTERS.statements()
@@ -162,6 +174,7 @@ def count_asyncpg() -> None:
 
     async def counted_prepare(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
         COUNTERS.round_trips()
+        traced("(prepare) " + query, self)
         return await prepare(self, query, *args, **kwargs)
 
     asyncpg.Connection.prepare = counted_prepare  # type: ignore[method-assign]
@@ -172,6 +185,7 @@ def count_asyncpg() -> None:
         async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
             COUNTERS.round_trips()
             COUNTERS.statements()
+            traced(self.get_query(), self._connection)
             if writes(self.get_query()):
                 wrote.add(id(self._connection))
             return await original(self, *args, **kwargs)
@@ -234,7 +248,13 @@ def handrail_app(url: str, folder: Path) -> Any:
         async def stats() -> JSONResponse:
             return JSONResponse(COUNTERS.snapshot())
 
+        async def trace() -> JSONResponse:
+            global TRACE
+            out, TRACE = TRACE, []
+            return JSONResponse(out or [])
+
         app.add_api_route("/_bench/stats", stats, methods=["GET"], include_in_schema=False)
+        app.add_api_route("/_bench/trace", trace, methods=["GET"], include_in_schema=False)
         return app, config
 
     return opened, build
@@ -546,6 +566,33 @@ async def cycle(http: Connection) -> None:
     status, body = await http.request("POST", path, answer)
     if status != 200 or body["data"].get("text") != REPLY:
         raise RuntimeError(f"answer turn: {status} {str(body)[:200]}")
+
+
+async def trace_cycle(setup: Setup) -> None:
+    """One cycle on `setup`'s first process, printing each request's round trips to the
+    database in order (``--trace``); on PostgreSQL each line names its connection."""
+    port = setup.ports[0]
+    http = await Connection.open(port)
+    await http_get(port, "/_bench/trace")  # tracing on, anything before it dropped
+    steps: list[tuple[str, list[str]]] = []
+    status, body = await http.request("POST", "/api/histories", {})
+    await asyncio.sleep(0.3)  # what the request left to background tasks (event sends)
+    steps.append((f"POST /api/histories ({status})", await http_get(port, "/_bench/trace")))
+    path = f"/api/histories/{body['data']['id']}/turn"
+    status, body = await http.request("POST", path, {"prompt": PROMPT})
+    await asyncio.sleep(0.3)
+    steps.append((f"POST turn {{prompt}} ({status})", await http_get(port, "/_bench/trace")))
+    answer = {"askResponse": {"toolCallId": body["data"]["pendingAsk"]["toolCallId"], **ANSWER}}
+    status, body = await http.request("POST", path, answer)
+    await asyncio.sleep(0.3)
+    steps.append((f"POST turn {{askResponse}} ({status})", await http_get(port, "/_bench/trace")))
+    http.close()
+    total = sum(len(lines) for _, lines in steps)
+    print(f"\n{setup.name}: one cycle, {total} round trips")
+    for title, lines in steps:
+        print(f"  {title}: {len(lines)}")
+        for line in lines:
+            print(f"    {line}")
 
 
 @dataclass
@@ -891,6 +938,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--setups", default="floor,sqlite,pg1,pg2", help="which setups (floor,sqlite,pg1,pg2)"
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="print the database round trips of one cycle on each handrail setup, then stop",
+    )
     parser.add_argument("--serve", choices=("handrail", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -943,6 +995,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         async def run() -> None:
             await warm_up(setups)
+            if args.trace:
+                for setup in setups:
+                    if setup.key != "floor":
+                        await trace_cycle(setup)
+                return
             for level in levels:
                 slices: dict[str, list[Slice]] = {s.key: [] for s in setups}
                 for r in range(args.rounds):
@@ -965,6 +1022,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             runner.run(run())
+        if args.trace:
+            return 0
         report(setups, levels, results)
         tracebacks = sum(server.tracebacks() for setup in setups for server in setup.servers)
         print(f"\n   tracebacks in the servers' logs: {tracebacks}")
