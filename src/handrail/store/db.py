@@ -59,6 +59,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from handrail.errors import ConfigError
 
@@ -231,6 +232,19 @@ def without_values(error: BaseException) -> BaseException:
         if item.args and isinstance(item.args[0], str) and "query argument" in item.args[0]:
             item.args = (_ARGUMENT_VALUE.sub(_VALUE_HIDDEN, item.args[0]), *item.args[1:])
     return error
+
+
+def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """In a greenlet (`greenlet_spawn`): `work` in a transaction of `engine`, a connection
+    of its pool; committed when it returns, rolled back when it raises."""
+    with engine.begin() as connection:
+        return work(connection, *args)
+
+
+def _connection_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """In a greenlet: `work` on a connection of `engine`'s pool (an autocommit engine)."""
+    with engine.connect() as connection:
+        return work(connection, *args)
 
 
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
@@ -500,8 +514,10 @@ class Database:
     ) -> T:
         try:
             if isinstance(engine, AsyncEngine):
-                async with engine.begin() as connection:
-                    return await connection.run_sync(work, *args)
+                # The whole transaction (checkout, BEGIN, the work, COMMIT, checkin) in one
+                # greenlet on the async engine's sync face: `AsyncEngine.begin` and
+                # `run_sync` would start one for each of those steps, and a task to close.
+                return await greenlet_spawn(_transaction_on, engine.sync_engine, work, args)
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
             if writes and self._writer is not None:
@@ -568,7 +584,13 @@ class Database:
         return outcomes
 
     async def read(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``work(connection, *args)`` in a read transaction; its result."""
+        """``work(connection, *args)`` as a read; its result. Each statement sees what was
+        committed when it began (READ COMMITTED): on SQLite in a read transaction, on
+        PostgreSQL without one (each statement is its own transaction, which is what READ
+        COMMITTED gives the statements of a transaction anyway, without its BEGIN and COMMIT
+        round trips). A read that needs one view for several statements is a `snapshot`."""
+        if self._autocommit is not None:
+            return await self.autocommit(work, *args, **kwargs)
         return await self._run(self.engine, False, _bound(work, kwargs), args)
 
     async def snapshot(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -590,8 +612,7 @@ class Database:
             return await self.write(work, *args, **kwargs)
         bound = _bound(work, kwargs)
         try:
-            async with self._autocommit.connect() as connection:
-                return await connection.run_sync(bound, *args)
+            return await greenlet_spawn(_connection_on, self._autocommit.sync_engine, bound, args)
         except Exception as exc:
             without_values(exc)
             raise

@@ -120,7 +120,8 @@ class HistoryRepo:
             "title_key": search_key(title),
             "ask_key": None,
         }
-        await self._db.write(_insert_history, values)
+        # One statement: on PostgreSQL it commits alone, without a BEGIN and a COMMIT.
+        await self._db.autocommit(_insert_history, values)
         return _history_from(values)
 
     async def get(self, history_id: str) -> History | None:
