@@ -224,6 +224,36 @@ async def test_postgresql_sends_events_published_together_in_one_statement(
         await two.close()
 
 
+async def test_a_process_without_subscribers_keeps_others_events_for_a_replay(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        await one.events.start()
+        await two.events.start()
+        first, second = _event("alice", title="one"), _event("alice", title="é" * 30_000)
+        await one.events.publish(first)
+        await one.events.publish(second)  # several notifications
+        replay = None
+        for _ in range(100):  # nobody listens in two: it keeps them as they came
+            replay = two.events.since(first.id, "alice")
+            if replay:
+                break
+            await asyncio.sleep(0.05)
+        assert replay == [second]
+        async with two.events.subscribe("alice", last_event_id=first.id) as late:
+            assert await late.get(timeout=1) == second
+            assert await late.get(timeout=0.2) is None
+        # The publisher heard its own notifications too, and kept each event once.
+        await asyncio.sleep(0.3)
+        assert one.events.since(first.id, None) == [second]
+    finally:
+        await one.close()
+        await two.close()
+
+
 async def test_events_stay_in_the_process_on_sqlite(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'x.db'}"
     one = await Store.open(url, blob_dir=tmp_path / "a")

@@ -322,10 +322,13 @@ class EventBus:
     ) -> None:
         self._db = db
         self._remote = db is not None and db.backend == "postgresql"
-        self._recent: collections.deque[UserEvent] = collections.deque(maxlen=window)
+        # Events, and other processes' messages not parsed yet (see `_heard`).
+        self._recent: collections.deque[UserEvent | str] = collections.deque(maxlen=window)
         self._subscribers: set[Subscription] = set()
         self._queue_size = queue_size
         self.origin = new_id()
+        #: How this process's own messages start (`publish` writes the origin first).
+        self._own = json.dumps({"o": self.origin}, separators=(",", ":"))[:-1]
         self._listener: asyncio.Task[None] | None = None
         self._listening = asyncio.Event() if self._remote else None
         self._parts: collections.OrderedDict[str, list[str | None]] = collections.OrderedDict()
@@ -416,7 +419,7 @@ class EventBus:
     ) -> list[UserEvent] | None:
         """The kept events after `event_id` (that concern `user_id`, None: all); None when
         that id is not among them."""
-        recent = list(self._recent)
+        recent = self._parsed_recent()
         for index in range(len(recent) - 1, -1, -1):
             if recent[index].id == event_id:
                 return [
@@ -425,6 +428,26 @@ class EventBus:
                     if user_id is None or e.concerns(user_id, is_admin=is_admin)
                 ]
         return None
+
+    def _parsed_recent(self) -> list[UserEvent]:
+        """The kept events, the ones kept as messages parsed now (in place, once)."""
+        if all(isinstance(e, UserEvent) for e in self._recent):
+            return cast(list[UserEvent], list(self._recent))
+        parsed: list[UserEvent] = []
+        for item in self._recent:
+            if isinstance(item, UserEvent):
+                parsed.append(item)
+                continue
+            try:
+                event = _event_of(item, self.origin)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("an event notification could not be read; it is dropped")
+                event = None
+            if event is not None:
+                parsed.append(event)
+        self._recent.clear()
+        self._recent.extend(parsed)
+        return parsed
 
     @property
     def subscribers(self) -> int:
@@ -504,19 +527,23 @@ class EventBus:
                 await connection.close()
 
     def _heard(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        """A notification (on the event loop, from asyncpg)."""
+        """A notification (on the event loop, from asyncpg). Every process hears every
+        event, its own too: its own are dropped before they are parsed (a message starts
+        with its origin), and another's are parsed only when a subscription here may want
+        them; otherwise they are kept as they came, for `since` to parse if a replay asks."""
         try:
             message = self._assemble(payload)
-            if message is None:
-                return
-            parsed = json.loads(message)
-            if parsed.get("o") == self.origin:
+            if message is None or message.startswith(self._own):
                 return  # this process delivered it when it published
-            event = UserEvent.from_json(parsed["e"])
+            if not self._subscribers:
+                self._recent.append(message)
+                return
+            event = _event_of(message, self.origin)
         except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("an event notification could not be read; it is dropped")
             return
-        self._deliver(event)
+        if event is not None:
+            self._deliver(event)
 
     def _assemble(self, payload: str) -> str | None:
         if payload.startswith("m|"):
@@ -535,6 +562,15 @@ class EventBus:
             return None
         del self._parts[key]
         return "".join(cast(list[str], parts))
+
+
+def _event_of(message: str, origin: str) -> UserEvent | None:
+    """The event of a message, None when `origin` (this process) sent it. Raises ValueError
+    (or KeyError, TypeError, AttributeError) for one that is not an event."""
+    parsed = json.loads(message)
+    if parsed.get("o") == origin:
+        return None
+    return UserEvent.from_json(parsed["e"])
 
 
 def _payloads(key: str, message: str) -> list[str]:
