@@ -442,11 +442,15 @@ def serve(kind: str, url: str, folder: Path, max_seconds: float) -> None:
 class ServerProcess:
     """One ``--serve`` subprocess."""
 
-    def __init__(self, kind: str, url: str, folder: Path, max_seconds: float) -> None:
+    def __init__(
+        self, kind: str, url: str, folder: Path, max_seconds: float, src: Path | None = None
+    ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, __file__, "--serve", kind, "--url", url]
         command += ["--folder", str(folder), "--max-seconds", str(max_seconds)]
         env = {**os.environ, "BENCH_TOKEN": TOKEN}
+        if src is not None:  # handrail imported from another checkout (--before)
+            env["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [env.get("PYTHONPATH")])])
         self.log = (folder / f"{kind}-{uuid.uuid4().hex[:6]}.log").open("w+")
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=self.log, env=env, text=True
@@ -607,6 +611,7 @@ class Slice:
     error_samples: list[str] = field(default_factory=list)
     server_cpu_s: float = 0.0
     per_process_cpu_s: list[float] = field(default_factory=list)
+    per_process_cycles: list[int] = field(default_factory=list)  # all_cycles, by process
     db_cpu_s: float | None = None
     wal_syncs: int | None = None
     counters: dict[str, int] = field(default_factory=dict)
@@ -617,6 +622,7 @@ async def run_clients(ports: Sequence[int], clients: int, seconds: float, into: 
     which nothing is counted but the work, then `seconds` in which the cycles that finish are
     counted and timed; the cycles under way then finish (counted in `all_cycles` only)."""
     connections = [await Connection.open(ports[i % len(ports)]) for i in range(clients)]
+    into.per_process_cycles = [0] * len(ports)
     begin = time.perf_counter() + min(1.0, seconds / 4)
     end = begin + seconds
 
@@ -636,6 +642,7 @@ async def run_clients(ports: Sequence[int], clients: int, seconds: float, into: 
                 continue
             done = time.perf_counter()
             into.all_cycles += 1
+            into.per_process_cycles[ports.index(http.port)] += 1
             if begin <= done <= end:
                 into.cycles += 1
                 into.latencies.append(done - began)
@@ -730,6 +737,11 @@ def merge(slices: Sequence[Slice]) -> Slice:
         out.per_process_cpu_s = [
             a + b for a, b in zip(out.per_process_cpu_s, s.per_process_cpu_s, strict=True)
         ]
+        if not out.per_process_cycles:
+            out.per_process_cycles = [0] * len(s.per_process_cycles)
+        out.per_process_cycles = [
+            a + b for a, b in zip(out.per_process_cycles, s.per_process_cycles, strict=True)
+        ]
         if s.db_cpu_s is not None:
             out.db_cpu_s = (out.db_cpu_s or 0.0) + s.db_cpu_s
         if s.wal_syncs is not None:
@@ -774,8 +786,15 @@ SETUP_NAMES = {
 }
 
 
+BEFORE = "-before"
+
+
 def start_setups(
-    keys: Sequence[str], folder: Path, max_seconds: float, stack: contextlib.ExitStack
+    keys: Sequence[str],
+    folder: Path,
+    max_seconds: float,
+    stack: contextlib.ExitStack,
+    before: Path | None = None,
 ) -> list[Setup]:
     cluster = None
     if any(k.startswith("pg") for k in keys):
@@ -787,21 +806,24 @@ def start_setups(
     setups = []
     for key in keys:
         sub = folder / key
-        if key in ("floor", "sqlite"):
+        base = key.removesuffix(BEFORE)
+        src = before if key.endswith(BEFORE) else None
+        name = SETUP_NAMES[base] + (f" (before: {before})" if src else "")
+        if base in ("floor", "sqlite"):
             url = f"sqlite:///{sub / 'db.sqlite'}"
-            kind = "floor" if key == "floor" else "handrail"
+            kind = "floor" if base == "floor" else "handrail"
             sub.mkdir(parents=True)
-            servers = [ServerProcess(kind, url, sub, max_seconds)]
-            setups.append(Setup(key, SETUP_NAMES[key], servers))
+            servers = [ServerProcess(kind, url, sub, max_seconds, src)]
+            setups.append(Setup(key, name, servers))
         else:
             assert cluster is not None
             url = cluster.new_database_url()
-            count = 2 if key == "pg2" else 1
+            count = 2 if base == "pg2" else 1
             # One after the other: the first migrates the new database.
             servers = [
-                ServerProcess("handrail", url, sub / str(i), max_seconds) for i in range(count)
+                ServerProcess("handrail", url, sub / str(i), max_seconds, src) for i in range(count)
             ]
-            setups.append(Setup(key, SETUP_NAMES[key], servers, cluster))
+            setups.append(Setup(key, name, servers, cluster))
         for server in setups[-1].servers:
             stack.callback(server.stop)
     return setups
@@ -811,6 +833,89 @@ async def warm_up(setups: Sequence[Setup]) -> None:
     """A few cycles on each, so that the first slice does not pay for first-time work."""
     for setup in setups:
         await run_clients(setup.ports, 2 * len(setup.ports), 0.5, Slice())
+
+
+def before_after(
+    setups: Sequence[Setup], levels: Sequence[int], results: dict[tuple[str, int], Slice]
+) -> None:
+    """With --before: each setup against its own run with the other checkout."""
+    keys = {s.key for s in setups}
+    pairs = [s for s in setups if s.key + BEFORE in keys]
+    if not pairs:
+        return
+    rows = []
+    for setup in pairs:
+        for level in levels:
+            a, b = results[(setup.key, level)], results[(setup.key + BEFORE, level)]
+            trips = [x.counters.get("round_trips", 0) / max(1, x.all_cycles) for x in (a, b)]
+            rows.append(
+                [
+                    f"{setup.name}, {level}",
+                    f"{rate(a) / rate(b):.2f}" if rate(b) else "-",
+                    f"{cpu_ms(a) / cpu_ms(b):.2f}",
+                    f"{cpu_ms(a):.2f} / {cpu_ms(b):.2f}",
+                    f"{trips[0]:.1f} / {trips[1]:.1f}",
+                ]
+            )
+    print_table(
+        "After / before (the --before checkout), same run",
+        ("setup, clients", "cycles/s ratio", "CPU/cycle ratio", "CPU ms", "round trips"),
+        rows,
+    )
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def postgresql_targets(
+    setups: Sequence[Setup], levels: Sequence[int], results: dict[tuple[str, int], Slice]
+) -> None:
+    """The PostgreSQL targets of issue 18, and how 2 processes would scale with free cores."""
+    keys = {s.key for s in setups}
+    at = 32 if 32 in levels else max(levels)
+    if not {"pg1", "pg2"} & keys:
+        return
+    print(f"\nTargets (issue 18), PostgreSQL at {at} clients:")
+    if {"sqlite", "pg1"} <= keys:
+        r = rate(results[("pg1", at)]) / rate(results[("sqlite", at)])
+        c = cpu_ms(results[("pg1", at)]) / cpu_ms(results[("sqlite", at)])
+        print(
+            f"   PostgreSQL 1 process / SQLite = {r:.2f} cycles/s (≥ 0.8): {verdict(r >= 0.8)}; "
+            f"server CPU per cycle {c:.2f} × SQLite's"
+        )
+    if not {"pg1", "pg2"} <= keys:
+        return
+    one, two = results[("pg1", at)], results[("pg2", at)]
+    r = rate(two) / rate(one)
+    print(f"   PostgreSQL 2 processes / 1 = {r:.2f} cycles/s (≥ 1.0 here): {verdict(r >= 1.0)}")
+    per = [
+        cpu * 1000 / n if n else float("nan")
+        for cpu, n in zip(two.per_process_cpu_s, two.per_process_cycles, strict=True)
+    ]
+    print(
+        "   server CPU per cycle of each process: 1 process "
+        f"{cpu_ms(one):.2f} ms; 2 processes "
+        + ", ".join(
+            f"{ms_:.2f} ms ({n} cycles)" for ms_, n in zip(per, two.per_process_cycles, strict=True)
+        )
+    )
+
+    def per_core(s: Slice) -> float:  # cycles per second of CPU, the server's and the cluster's
+        used = s.server_cpu_s + (s.db_cpu_s or 0.0)
+        return s.all_cycles / used if used else float("nan")
+
+    print(
+        f"   cycles/s per core used (server + PostgreSQL CPU): 1 process {per_core(one):.0f}, "
+        f"2 processes {per_core(two):.0f} ({per_core(two) / per_core(one):.2f} ×)"
+    )
+    # With a free core for each process (and PostgreSQL's own), each serves 1000 / (its CPU ms
+    # per cycle) cycles/s: two of them against one.
+    scale = sum(1000 / p for p in per) / (1000 / cpu_ms(one))
+    print(
+        f"   with a free core per process: 2 processes ≈ {scale:.2f} × one (the sum of "
+        f"1000 / CPU ms per cycle over the processes; ≥ 1.7): {verdict(scale >= 1.7)}"
+    )
 
 
 def report(
@@ -855,6 +960,8 @@ def report(
         samples = {e for level in levels for e in results[(setup.key, level)].error_samples}
         for sample in sorted(samples)[:3]:
             print(f"   error: {sample}")
+    before_after(setups, levels, results)
+    postgresql_targets(setups, levels, results)
     floor = next((s for s in setups if s.key == "floor"), None)
     if floor is None:
         return
@@ -888,12 +995,9 @@ def report(
         ("setup, clients", "cycles/s ratio", "CPU/cycle ratio", "p99 ratio", "cycles/s per core"),
         rows,
     )
-    print("\nTargets (issue 18):")
+    print("\nTargets (issue 18), against the floor:")
     at = 32 if 32 in levels else max(levels)
     f = results[("floor", at)]
-
-    def verdict(ok: bool) -> str:
-        return "met" if ok else "NOT met"
 
     for setup in setups:
         if setup is floor:
@@ -910,21 +1014,6 @@ def report(
             f"{verdict(worst_cpu <= 1.5)}; cycles/s at {at} ≥ 0.8 × ({thr:.2f}): "
             f"{verdict(thr >= 0.8)}; p99 at {at} ≤ 2 × ({p99:.2f}): {verdict(p99 <= 2)}; "
             f"errors {errors}: {verdict(errors == 0)}"
-        )
-    keys = {s.key for s in setups}
-    if {"sqlite", "pg1"} <= keys:
-        r = rate(results[("pg1", at)]) / rate(results[("sqlite", at)])
-        print(
-            f"   PostgreSQL 1 process / SQLite at {at} clients = {r:.2f} (≥ 0.8): "
-            f"{verdict(r >= 0.8)}"
-        )
-    if {"pg1", "pg2"} <= keys:
-        r = rate(results[("pg2", at)]) / rate(results[("pg1", at)])
-        c = cpu_ms(results[("pg2", at)]) / cpu_ms(results[("pg1", at)])
-        print(
-            f"   PostgreSQL 2 processes / 1 at {at} clients = {r:.2f} (≥ 1.0 here): "
-            f"{verdict(r >= 1.0)}; server CPU per cycle 2 / 1 processes = {c:.2f} (flat means "
-            "each added process with a free core adds its own capacity)"
         )
 
 
@@ -943,6 +1032,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="print the database round trips of one cycle on each handrail setup, then stop",
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="also run each handrail setup with handrail imported from SRC (another "
+        "checkout's src/), interleaved in the same run, and print after/before ratios",
+    )
     parser.add_argument("--serve", choices=("handrail", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -953,7 +1049,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     levels = [int(x) for x in args.clients.split(",")]
     keys = [k for k in args.setups.split(",") if k]
-    unknown = set(keys) - set(SETUP_NAMES)
+    unknown = {k.removesuffix(BEFORE) for k in keys} - set(SETUP_NAMES)
     if unknown or not keys or any(lv < 1 or lv > 1000 for lv in levels):
         parser.error(f"setups are {', '.join(SETUP_NAMES)}; clients between 1 and 1000")
     if args.seconds <= 0 or args.seconds > 600 or args.rounds < 1:
@@ -985,7 +1081,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         contextlib.ExitStack() as stack,
         tempfile.TemporaryDirectory(prefix="handrail-load-") as tmp,
     ):
-        setups = start_setups(keys, Path(tmp), budget, stack)
+        if args.before is not None:
+            keys = [k for key in keys for k in ([key, key + BEFORE] if key != "floor" else [key])]
+        setups = start_setups(keys, Path(tmp), budget, stack, args.before)
         results: dict[tuple[str, int], Slice] = {}
         loop_factory = None
         if uvloop_ok:
