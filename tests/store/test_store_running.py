@@ -43,6 +43,8 @@ def _history(history_id: str, **changes: Any) -> dict[str, Any]:
         "created": moment,
         "updated": moment,
         "deleted_at": None,
+        "title_key": None,
+        "ask_key": None,
     }
     values.update(changes)
     return values
