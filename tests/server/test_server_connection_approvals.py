@@ -19,10 +19,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from server_helpers import TOKENS, USERS, Api, sqlite_url, start_api
 
 from handrail.connections import new_secret_key
+from handrail.demo.booking_api import BOOKING_YAML, create_booking_app, serve_booking_api
 from handrail.runtime.agent import Agent
 from handrail.server import UserConfig
 
@@ -341,3 +343,67 @@ async def test_edit_then_approve_sends_exactly_the_edit_once(api: Api, tmp_path:
     approved = next(r for r in audit if r["action"] == "gate.approved")
     assert approved["changes"]["edit"]["fields"] == ["notes", "party"]
     assert "A window table" not in json.dumps(audit)
+
+
+# --- an action set saved as a connection --------------------------------------------------------
+
+
+async def test_an_action_sets_confirmation_waits_for_its_approvers(
+    api: Api, tmp_path: Path
+) -> None:
+    async with serve_booking_api(create_booking_app()) as base_url:
+        body = {
+            "app": "custom",
+            "name": "Tables",
+            "kind": "actions",
+            "actions": str(BOOKING_YAML),
+            "settings": {"baseUrl": base_url},
+            "trusted": True,
+            "approvals": {
+                "expiresAfter": 900,
+                "tools": {"book_slot": {"approvers": ["bob", "carol"], "quorum": 2}},
+            },
+        }
+        response = await api.post("/connections", body, user="root")
+        assert response.status_code == 201, response.text
+        created = response.json()["data"]
+        assert created["status"]["state"] == "connected", created["status"]
+        tools = {
+            t["name"]: t["rules"]
+            for t in (await api.get(f"/connections/{created['id']}/tools", user="root")).json()[
+                "data"
+            ]
+        }
+        assert tools["book_slot"] == {
+            "approvers": ["bob", "carol"],
+            "quorum": 2,
+            "expiresAfter": 900,
+            "remindAfter": None,
+        }
+        await set_level(api, created["id"], "non-consequential")
+        booking = {"date": "2026-12-24", "time": "19:00", "notes": "By the window"}
+        stream = await api.say(call("tables_book_slot", booking))
+        ask = stream.ask
+        assert ask["origin"] == "confirmation"
+        assert ask["toolName"] == "tables_book_slot"
+        assert (ask["approvers"], ask["quorum"]) == (["bob", "carol"], 2)
+        assert ask["preview"] == booking
+        history_id = stream.history_id
+        for user in ("bob", "carol"):
+            inbox = (await api.get("/approvals", user=user)).json()["data"]
+            assert [i["ask"]["preview"] for i in inbox] == [booking]
+        assert (await approve_as(api, "root", history_id, ask)).status_code == 403
+        first = await approve_as(api, "bob", history_id, ask)
+        assert first.status_code == 200, first.text
+        assert first.json()["data"]["status"] == "waiting"
+
+        async def posted() -> list[dict[str, Any]]:
+            async with httpx.AsyncClient(base_url=base_url) as http:
+                stats = (await http.get("/stats")).json()["requests"]
+            return [r for r in stats if r["path"] == "/bookings"]
+
+        assert await posted() == []
+        last = await approve_as(api, "carol", history_id, ask)
+        assert last.status_code == 200, last.text
+        await settled(api, history_id)
+        assert [r["method"] for r in await posted()] == ["POST"]

@@ -445,7 +445,9 @@ class SelectionGate(Gate):
             simple=to_simple_card("choice", choice, ask_id),
             created=iso(utc_now()),
             origin=SELECTION,
-            tool_name=binding.tool.name,
+            # The name the model called (a saved connection's prefixed one): the agent's
+            # tools, rules and the audit log know the action by it.
+            tool_name=call.name,
             connection_id=binding.action_set.id,
             held_tool_call_id=call.id,
             dependency=needs.dependency,
@@ -544,7 +546,7 @@ class ConfirmationGate(Gate):
             simple=confirmation_card(confirm, ask_id, expires_at=expires_at),
             created=iso(utc_now()),
             origin=CONFIRMATION,
-            tool_name=tool.name,
+            tool_name=call.name,
             connection_id=binding.action_set.id,
             held_tool_call_id=call.id,
             confirmation_id=confirmation_id,
