@@ -244,6 +244,36 @@ async def test_a_second_asking_call_in_the_same_step_waits_for_the_first(
     assert (await eapi.history(asked.history_id))["pendingAsk"] is None
 
 
+async def test_a_legacy_request_while_two_calls_of_its_server_are_open_is_cancelled(
+    eapi: Api, tmp_path: Path
+) -> None:
+    """A legacy server's request names no call (the SDK's request context carries only the
+    request's own id and ``_meta``): with two calls of that server open in one process it
+    cannot be told whose it is, so it is cancelled to the server, shown to nobody, and both
+    calls end with their results."""
+    log = tmp_path / "heard.log"
+    await connect(eapi, "legacy", env={"TEST_LOG": str(log)})
+    slow = asyncio.create_task(eapi.say(call("test_slow", {"seconds": 3})))
+    running = eapi.app.state.runtime.stopper.running
+    for _ in range(200):  # until the slow call is open on the server
+        if any((t.progress or {}).get("phase") == "tool" for t in running.values()):
+            break
+        await asyncio.sleep(0.02)
+    asking = await eapi.say(call("test_wait_then_elicit", {"seconds": 0.2}))
+    working = await slow
+    assert results(asking) == ["cancel"]
+    assert results(working) == ["slept 3.0"]
+    assert log.read_text().splitlines() == ["Waited: cancel"]
+    for stream in (asking, working):
+        assert not [e for e in stream.events if "ask" in e]
+        assert (await eapi.history(stream.history_id))["pendingAsk"] is None
+    # One call open: its request is shown as usual.
+    alone = await eapi.say(call("test_wait_then_elicit", {"seconds": 0}))
+    assert alone.ask["input"]["prompt"] == "Waited. Name?"
+    done = await eapi.answer(alone.history_id, alone.ask["toolCallId"], accept({"name": "Cy"}))
+    assert results(done) == ['accept {"name": "Cy"}']
+
+
 @pytest.mark.parametrize("protocol", MODES)
 async def test_an_empty_schema_is_a_confirm(eapi: Api, protocol: str) -> None:
     await connect(eapi, protocol)
