@@ -3,7 +3,9 @@ PostgreSQL database, after the first process stopped. On a 2026-07-28 server the
 ``requestState`` is stored with the pending ask, and the second process (its own MCP server
 child, sharing the server's state key) sends the retry with the answer and the state,
 byte-exact. A legacy server's call was parked in the process that stopped: the answer cancels
-the ask (``server_restarted``) and the model reads to call the tool again."""
+the ask (``server_restarted``) and the model reads to call the tool again. While the process
+that parked it runs, an answer that reaches another process is stored there and forwarded (over
+LISTEN/NOTIFY) to the one holding the call, which finishes it."""
 
 from __future__ import annotations
 
@@ -186,3 +188,119 @@ async def test_an_elicitation_paused_in_one_process_is_answered_in_another(
             _stop(two)
         if one.process.poll() is None:
             _stop(one)
+
+
+CONFIRM = {"title": "Book it", "prompt": "Shall I book the trip?"}
+
+
+async def _turn(
+    client: httpx.AsyncClient, server: Server, history_id: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    response = await client.post(
+        f"{server.base}/api/histories/{history_id}/turn", json=body, headers=_headers("alice")
+    )
+    assert response.status_code == 200, response.text
+    return dict(response.json()["data"])
+
+
+async def test_a_legacy_answer_reaching_another_live_process_goes_on_where_the_call_is_open(
+    postgres_cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    """Two live processes: the model asks and calls an eliciting tool in one step on process
+    one; the elicitation waits in line behind the model's ask. Both answers go to process two:
+    the first brings the elicitation up (any process can), the second is stored by process two
+    and forwarded over LISTEN/NOTIFY to process one, which holds the open call and finishes
+    it; process two's client gets the outcome."""
+    (tmp_path / "handrail_elicit_agents.py").write_text(AGENTS, encoding="utf-8")
+    config = tmp_path / "handrail.yaml"
+    config.write_text(
+        f"database_url: {postgres_cluster.new_database_url()!r}\n"
+        f"blob_dir: {str(tmp_path / 'blobs')!r}\n"
+        "users:\n"
+        "  - {id: alice, token_env: ALICE_TOKEN}\n"
+        "  - {id: root, token_env: ROOT_TOKEN, admin: true}\n"
+        'agents:\n  - import: "handrail_elicit_agents:agents"\n',
+        encoding="utf-8",
+    )
+    heard = tmp_path / "heard.log"
+    key = new_secret_key()
+    one = _start(config, tmp_path, "one", key)
+    two = _start(config, tmp_path, "two", key)
+    try:
+        await _ready(one)
+        await _ready(two)
+        async with httpx.AsyncClient(timeout=60) as client:
+            body = {
+                "app": "custom",
+                "name": "Test",
+                "kind": "mcp-stdio",
+                "mcp": {
+                    "command": sys.executable,
+                    "args": [str(TEST_SERVER)],
+                    "env": {"TEST_LOG": str(heard)},
+                },
+                "protocol": "legacy",
+                "trusted": True,
+            }
+            created = await client.post(
+                f"{one.base}/api/connections", json=body, headers=_headers("root")
+            )
+            assert created.status_code == 201, created.text
+            connection_id = created.json()["data"]["id"]
+            await _connected_in(client, two, connection_id)
+            level = await client.put(
+                f"{one.base}/api/permissions/{connection_id}",
+                json={"level": "read-only"},
+                headers=_headers("alice"),
+            )
+            assert level.status_code == 200, level.text
+            history = await client.post(
+                f"{one.base}/api/histories", json={}, headers=_headers("alice")
+            )
+            history_id = history.json()["data"]["id"]
+            arguments = {"message": "Where to?", "schema": json.dumps(SCHEMA)}
+            prompt = f"ask_confirm {json.dumps(CONFIRM)}\ncall test_elicit {json.dumps(arguments)}"
+            paused = await _turn(client, one, history_id, {"prompt": prompt})
+            first = paused["pendingAsk"]
+            assert first["kind"] == "confirm"
+            yes = {"toolCallId": first["toolCallId"], "action": "accept"}
+            shown = await _turn(
+                client, two, history_id, {"askResponse": {**yes, "content": {"confirmed": True}}}
+            )
+            elicitation = shown["pendingAsk"]
+            assert elicitation["kind"] == "form"
+            assert not heard.exists()  # the server still waits, in process one
+            answer = {
+                "toolCallId": elicitation["toolCallId"],
+                "action": "accept",
+                "content": {"values": {"city": "Porto", "nights": 2}},
+            }
+            done = await _turn(client, two, history_id, {"askResponse": answer})
+            said = 'accept {\\"city\\": \\"Porto\\", \\"nights\\": 2}'
+            assert f'test_elicit returned: "{said}"' in done["text"], done
+            assert "pendingAsk" not in done
+            assert heard.read_text().splitlines() == [
+                'Where to?: accept {"city": "Porto", "nights": 2}'
+            ]
+            rows = (
+                await client.get(
+                    f"{two.base}/api/histories/{history_id}", headers=_headers("alice")
+                )
+            ).json()["data"]["rows"]
+            [stored] = [
+                r
+                for r in rows
+                if r["type"] == "tool-result" and r["toolCallId"] == elicitation["toolCallId"]
+            ]
+            assert stored["result"]["action"] == "accept"  # stored as sent, not cancelled
+            [result] = [
+                r
+                for r in rows
+                if r["type"] == "tool-result"
+                and r["toolName"] == "test_elicit"
+                and r["toolCallId"] != elicitation["toolCallId"]
+            ]
+            assert result["result"] == 'accept {"city": "Porto", "nights": 2}'
+    finally:
+        _stop(two)
+        _stop(one)

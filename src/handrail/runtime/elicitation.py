@@ -9,9 +9,10 @@ parked in this process. A request no ask can show is declined to the server, and
 reads why.
 
 `ElicitationGate` turns the answer into the server's `ElicitResult` and goes on with the call,
-which may ask again (the next question follows the first). A legacy call whose process is gone
-when the answer comes is cancelled with ``server_restarted``, and the model reads that it should
-call the tool again.
+which may ask again (the next question follows the first). A legacy call's answer that reaches
+another live process is forwarded to the one holding the call (`handrail.runtime.forwarding`);
+when no process holds it any more the ask is cancelled with ``server_restarted``, and the model
+reads that it should call the tool again.
 
 Only one ask at a time: a request that comes while another ask holds the turn's one slot (the
 model asked something in the same step, another call paused on an approval or another
@@ -199,9 +200,10 @@ class ElicitationGate(Gate):
     async def before_answer(
         self, runner: StepRunner, pending: PendingAsk, envelope: dict[str, Any]
     ) -> dict[str, Any] | None:
-        """A legacy call is parked in the process that made it: when that process is gone
-        (this is another, or it restarted), the answer cannot reach the server, and the ask
-        is cancelled with ``server_restarted`` instead."""
+        """A legacy call is parked in the process that made it: when no live process holds it
+        (it restarted, or stopped; one that does gets the answer forwarded, see
+        `handrail.runtime.forwarding`), the answer cannot reach the server, and the ask is
+        cancelled with ``server_restarted`` instead."""
         if parked_here(_resume(pending)):
             return None
         return {"action": "cancel", "reason": SERVER_RESTARTED}
@@ -272,6 +274,16 @@ class ElicitationGate(Gate):
     async def cancelled(self, runner: StepRunner, pending: PendingAsk, reason: str) -> None:
         """The ask was cancelled: a legacy call parked here hears ``cancel``."""
         release_parked(_resume(pending))
+
+    def held_elsewhere(self, pending: PendingAsk) -> str | None:
+        """A legacy call not parked in this process: the key of its parked call."""
+        state = _resume(pending)
+        if state.get("protocol") != "legacy" or not state.get("parked") or parked_here(state):
+            return None
+        return str(state["parked"])
+
+    def holds_here(self, key: str) -> bool:
+        return parked_here({"protocol": "legacy", "parked": key})
 
 
 def _form(pending: PendingAsk) -> ElicitationForm:

@@ -243,6 +243,17 @@ class Gate(abc.ABC):
         Default: it holds nothing."""
         return
 
+    def held_elsewhere(self, pending: PendingAsk) -> str | None:
+        """The key of what the ask holds that lives in one process only, when that process
+        is not this one (a legacy MCP call parked in another): its answer is forwarded to
+        that process if one still holds it (`handrail.runtime.forwarding`). Default: None
+        (any process carries an answer out)."""
+        return None
+
+    def holds_here(self, key: str) -> bool:
+        """Whether this process holds what `held_elsewhere` named by `key`. Default: no."""
+        return False
+
     def denial_rows(self, pending: PendingAsk, reason: str) -> list[Row]:
         """The rows that tell the model the held call did not run, when the ask is cancelled."""
         if not self.holds_call or not pending.held_tool_call_id:

@@ -127,7 +127,7 @@ class Recovery:
             lease.owner,
             lease.until.isoformat(),
         )
-        return await self._resume(claimed)
+        return await self.resume(claimed)
 
     async def settle(self, state: TurnState) -> TurnState | None:
         """Wait until the history's turn lease (of another process) is released, taking the
@@ -151,8 +151,10 @@ class Recovery:
             current = await self.store.load_turn(history_id)
         return current
 
-    async def _resume(self, lease: TurnLease) -> Turn | None:
-        """Run the rest of a taken-over turn as a new task of this runtime."""
+    async def resume(self, lease: TurnLease, *, recovering: bool = True) -> Turn | None:
+        """Run the rest of a taken-over turn as a new task of this runtime. `recovering`
+        False: the lease was handed over by the process that took the answer (forwarded to
+        this one, which holds the call), and the answer is carried out as usual."""
         runtime = self.runtime
         state = await self.store.load_turn(lease.history_id)
         if state is None:  # deleted meanwhile
@@ -189,12 +191,17 @@ class Recovery:
                 turn_start=len(replay),
                 prompt_index=prompt_index,
                 log_prompt=json.dumps(answer.envelope, ensure_ascii=False),
-                metadata={"ask": {"toolCallId": pending.tool_call_id, "phase": "recovered"}},
+                metadata={
+                    "ask": {
+                        "toolCallId": pending.tool_call_id,
+                        "phase": "recovered" if recovering else "forwarded",
+                    }
+                },
                 lease_owner=runtime.owner,
                 page_tools=page,
                 queued=queued_asks(pending),
             )
-            work = runtime._answer_turn(run, pending, answer, recovering=True)
+            work = runtime._answer_turn(run, pending, answer, recovering=recovering)
         else:
             resolved = await resolve_instructions(
                 self.store, agent, principal, history_id=history.id

@@ -81,6 +81,7 @@ from .events import (
     error_event,
     tool_result_event,
 )
+from .forwarding import Forwarder
 from .gate import Answer, gate_for, queued_asks, queued_denials, uncertain_confirmation
 from .instructions import ResolvedInstructions, resolve_instructions
 from .messages import (
@@ -152,6 +153,8 @@ class Runtime:
         self.recovery = Recovery(self)
         #: Stop (``POST /histories/{id}/stop``) and the turns running here, by history.
         self.stopper = Stopper(self)
+        #: Answers for calls open in another process only (a legacy MCP call), forwarded.
+        self.forwarder = Forwarder(self)
         if not page_tool_timeout > 0:
             raise ConfigError(
                 f"page_tool_timeout must be a positive number of seconds, not {page_tool_timeout!r}"
@@ -477,9 +480,17 @@ class Runtime:
                     return await self._partial_approval(
                         history, pending, approved_by, envelope, actor=actor, via=via
                     )
-        replaced = await gate.before_answer(self._calls, pending, envelope)
-        if replaced is not None:
-            envelope = replaced
+        # What the ask holds may be open in another live process only (a legacy MCP call):
+        # then the answer is stored here and carried out there (`forwarding.py`).
+        forward = gate.held_elsewhere(pending)
+        if forward is not None and not await self.forwarder.find(
+            history.owner_id, history.id, forward
+        ):
+            forward = None
+        if forward is None:
+            replaced = await gate.before_answer(self._calls, pending, envelope)
+            if replaced is not None:
+                envelope = replaced
         stored: dict[str, Any] = envelope
         parts: tuple[FilePart, ...] = ()
         if pending.kind == "files" and envelope["action"] == "accept":
@@ -514,20 +525,20 @@ class Runtime:
         )
         # Step 4: one atomic update, or a lost race (worked out again by the caller).
         status: AskStatus = "cancelled" if envelope["action"] == "cancel" else "answered"
+        lease_state: dict[str, Any] = {
+            "kind": "answer",
+            "pending": pending.to_json(),
+            "answer": stored,
+            "scope": scope,
+            "surface": surface,
+        }
+        if forward is not None:
+            lease_state["forward"] = forward
         answer_change = HistoryChange(
             append=[result_row(tool_call_id, gate.tool_name(pending), stored)],
             ask_status={tool_call_id: status},
             pending_ask=None,
-            lease=self.new_lease(
-                history.id,
-                {
-                    "kind": "answer",
-                    "pending": pending.to_json(),
-                    "answer": stored,
-                    "scope": scope,
-                    "surface": surface,
-                },
-            ),
+            lease=self.new_lease(history.id, lease_state),
             audit=[record],
         )
         answered = await compare_and_set(
@@ -543,6 +554,10 @@ class Runtime:
             )
         )
         turn = Turn(history.id, user_id=history.owner_id)
+        if forward is not None:
+            relay = self.forwarder.relay(turn, answered, pending, envelope["action"], forward)
+            self._track(turn, relay)
+            return turn
         run = TurnRun(
             turn=turn,
             history=answered,
@@ -713,6 +728,7 @@ class Runtime:
         heard from then on."""
         self.recovery.start()
         self.stopper.start()
+        self.forwarder.start()
 
     async def stop(self, principal: Principal, history_id: str) -> StopResult:
         """Stop the conversation's running turn and cancel the ask it waits on (see
@@ -724,6 +740,7 @@ class Runtime:
         then close the models this runtime built."""
         await self.recovery.stop()
         await self.stopper.aclose()
+        await self.forwarder.aclose()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self.actions.aclose()
@@ -733,6 +750,13 @@ class Runtime:
                 await close()
 
     # ----------------------------------------------------------------------------- internals
+
+    def _track(self, turn: Turn, work: Any) -> None:
+        """Run `work` for `turn` as a task this runtime waits for when it closes."""
+        task = asyncio.create_task(work, name=f"handrail-relay-{turn.history_id}")
+        turn.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _spawn(self, turn: Turn, work: Any, *, leased: bool = False) -> None:
         """Run `work` as the turn's own task; a `leased` turn renews its lease meanwhile."""

@@ -15,6 +15,9 @@ history it is about (if any), when it happened and its public data. The kinds
                     ``stopping`` (the person pressed Stop)
 ``turn.stopping``   Stop was pressed for the conversation (the process running its turn stops
                     it); data ``{}``
+``ask.forwarding``  an answer for a call open in one process only (a legacy MCP call) reached
+                    another process; data ``{step, key}``: ``find`` (who holds ``key``?),
+                    ``held`` (this process does), ``answered`` (the answer is stored: go on)
 ``turn.finished``   the turn ended; data ``{title?, pendingToolCallId?, stopped?}``
 ``turn.failed``     the turn ended with an error; data ``{error}`` (text meant for the person)
 ``history.created`` a conversation was made; data ``{title, agent}``
@@ -106,6 +109,7 @@ EventKind = Literal[
     "turn.started",
     "turn.progress",
     "turn.stopping",
+    "ask.forwarding",
     "turn.finished",
     "turn.failed",
     "history.created",
@@ -335,6 +339,11 @@ class EventBus:
         self._closed = False
         self._outgoing: list[tuple[UserEvent, list[str]]] = []
         self._sender: asyncio.Task[None] | None = None
+
+    @property
+    def crosses_processes(self) -> bool:
+        """Whether events reach the other processes (PostgreSQL), not only this one's."""
+        return self._remote
 
     # ------------------------------------------------------------------------ publishing
 

@@ -103,6 +103,28 @@ class LeaseRepo:
             created=lease.created,
         )
 
+    async def hand_over(self, lease: TurnLease, owner: str, until: dt.datetime) -> TurnLease | None:
+        """Take `lease` over for `owner` as it was read (its holder asked for it: an answer
+        forwarded to the process that holds the call); None when it changed meanwhile."""
+        statement = (
+            update(turn_leases)
+            .where(
+                L.history_id == lease.history_id,
+                L.owner == lease.owner,
+                L.until == lease.until,
+            )
+            .values(owner=owner, until=until)
+        )
+        if not await self._db.write(row_count, statement):
+            return None
+        return TurnLease(
+            history_id=lease.history_id,
+            owner=owner,
+            until=until,
+            state=lease.state,
+            created=lease.created,
+        )
+
     async def release(self, history_id: str, owner: str) -> bool:
         """Drop `owner`'s lease (when the history it held is gone)."""
         statement = delete(turn_leases).where(L.history_id == history_id, L.owner == owner)
