@@ -229,6 +229,9 @@ async def test_webhooks_and_email_reach_the_approvers_whose_links_answer_as_them
             messages = await _mails(mailbox, 3)
             by_to = {m["To"]: m for m in messages}
             assert sorted(by_to) == ["alice@example.com", "bob@example.com", "root@example.com"]
+            assert CANARY not in json.dumps([r.body.decode() for r in bobs.received])
+            # The owner is no approver: their message offers only the deny.
+            assert list(links_of(by_to["alice@example.com"])) == ["Deny"]
             bobs_mail = by_to["bob@example.com"]
             text = _plain(bobs_mail)
             assert "asks for your approval in alice's conversation" in text

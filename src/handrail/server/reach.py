@@ -35,7 +35,7 @@ import httpx
 from .._util import iso, utc_now
 from ..asks import PendingAsk
 from ..policy.rules import ADMINS
-from ..runtime.approvals import is_approver
+from ..runtime.approvals import approves, is_approver
 from ..runtime.turn import Principal
 from ..store import Store
 from ..store.outbox import AnswerLinkRepo, Delivery, DeliveryRepo, new_delivery
@@ -162,6 +162,10 @@ class Reach:
         wanted = _tool_call_id(data)
         if wanted is not None and wanted != pending.tool_call_id:
             return 0
+        # An owner who is no approver of the call may only deny it: no link approves.
+        deny_only = (
+            owner and bool(pending.approvers) and not is_approver(pending, self.principal(user_id))
+        )
         return await self._queue_email(
             event.id,
             event.kind,
@@ -170,6 +174,7 @@ class Reach:
             address,
             history.id,
             owner_id=None if owner else history.owner_id,
+            deny_only=deny_only,
         )
 
     def principal(self, user_id: str) -> Principal:
@@ -186,9 +191,17 @@ class Reach:
         history_id: str,
         *,
         owner_id: str | None = None,
+        deny_only: bool = False,
     ) -> int:
         assert self.email is not None
         links = new_links(pending, user_id=user_id, history_id=history_id, ttl=self.email.link_ttl)
+        if deny_only:
+            approving = {
+                str(b.get("id"))
+                for b in pending.simple.get("buttons", [])
+                if isinstance(b, Mapping) and approves(b.get("response") or {})
+            }
+            links = [link for link in links if link.button_id not in approving]
         delivery = new_delivery(
             event_id=event_id,
             channel="email",
