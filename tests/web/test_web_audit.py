@@ -149,7 +149,7 @@ def test_an_admin_names_a_connections_approvers(app: App, demo_server: DemoServe
         card = app.page.locator(".connection", has_text="Approved notes")
         expect(card.locator(".badge-state-connected")).to_have_text("Connected", timeout=RESTART_MS)
         row = card.locator("tr[data-tool='delete_note']")
-        expect(row.locator(".tool-rules")).to_have_text("The person in the conversation")
+        expect(row.locator(".tool-rules")).to_have_text("No approvers named")
         card.locator("summary", has_text="Approvers").click()
         form = card.locator("form.approvals-form")
         form.get_by_label("For").select_option("delete_note")
@@ -170,7 +170,7 @@ def test_an_admin_names_a_connections_approvers(app: App, demo_server: DemoServe
             "2 of bob and any admin · expires after 1 h", timeout=RESTART_MS
         )
         expect(card.locator("tr[data-tool='list_notes'] .tool-rules")).to_have_text(
-            "The person in the conversation"
+            "No approvers named"
         )
         app.shoot("connection-approvers", card)
         with demo_server.api("admin") as api:
@@ -183,3 +183,14 @@ def test_an_admin_names_a_connections_approvers(app: App, demo_server: DemoServe
     finally:
         with demo_server.api("admin") as api:
             api.delete(f"/connections/{connection_id}")
+
+
+def test_the_audit_page_fits_a_phone(phone: App, demo_server: DemoServer) -> None:
+    _denied_delete(demo_server, "Phone draft")
+    phone.sign_in_as("alice", "/audit")
+    expect(
+        phone.page.locator("table.audit-table[data-loaded] tr.audit-record").first
+    ).to_be_visible()
+    width = phone.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 360, f"/audit scrolls sideways at 360px ({width}px wide)"
+    phone.shoot("phone-audit")

@@ -46,7 +46,7 @@ export function detailOf(record) {
   const parts = [];
   if (record.action === "gate.asked") {
     const gate = GATES[c.origin] || (c.kind ? `${c.kind} ask` : "ask");
-    parts.push(`a ${gate}`);
+    parts.push(`${/^[aeiou]/.test(gate) ? "an" : "a"} ${gate}`);
     if (c.approvers && c.approvers.length) parts.push(`approvers: ${c.approvers.join(", ")}${c.quorum > 1 ? ` (${c.quorum} must approve)` : ""}`);
     if (c.expiresAt) parts.push(`expires ${new Date(c.expiresAt).toLocaleString()}`);
   } else if (record.action === "gate.outcome") {

@@ -30,13 +30,13 @@ function duration(seconds) {
 
 /** A tool's rules ({approvers, quorum, expiresAfter, remindAfter} or null) in words. */
 export function rulesText(rules) {
-  if (!rules) return "The person in the conversation";
+  if (!rules) return "No approvers named";
   const parts = [];
   if (rules.approvers && rules.approvers.length) {
     const names = rules.approvers.map((a) => (a === "admins" ? "any admin" : a));
     parts.push(rules.quorum > 1 ? `${rules.quorum} of ${words(names)}` : words(names, "or"));
   } else {
-    parts.push("The person in the conversation");
+    parts.push("No approvers named");
   }
   if (rules.expiresAfter) parts.push(`expires after ${duration(rules.expiresAfter)}`);
   if (rules.remindAfter) parts.push(`reminder after ${duration(rules.remindAfter)}`);
@@ -136,7 +136,7 @@ export function approvalsEditor(connection, tools, { onSaved, say }) {
       },
     },
     field(ids.for, "For", target, "A tool's own approvers go over the ones for every tool."),
-    field(ids.who, "Approvers", who, "User ids, separated by commas; admins means any admin. Empty: the person in the conversation approves."),
+    field(ids.who, "Approvers", who, "User ids, separated by commas; admins means any admin. Empty: none are named, so the person in the conversation answers its approvals."),
     field(ids.quorum, "How many must approve", quorum),
     field(ids.expires, "Expires after (minutes)", expires),
     field(ids.remind, "Remind after (minutes)", remind),
