@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
 
 from handrail._util import new_id
 from handrail.asks.pending import PendingAsk
 from handrail.store.connections import ActivityRecord, _activity
 from handrail.store.db import Database, all_rows, row_count
 from handrail.store.paging import Page, Position, checked_limit
+from handrail.store.prepared import Prepared
 from handrail.store.tables import activity, open_gates
 
 __all__ = [
@@ -70,12 +71,18 @@ def audit_record(
     )
 
 
+#: The statements every gate runs (see `handrail.store.prepared`).
+_INSERT_AUDIT = Prepared(insert(activity))
+_DELETE_GATE = Prepared(delete(open_gates).where(G.history_id == bindparam("gate_history_id")))
+_INSERT_GATE = Prepared(insert(open_gates))
+
+
 def insert_audit(connection: Connection, records: list[ActivityRecord]) -> None:
     """Write `records` (inside the caller's transaction)."""
     if not records:
         return
-    connection.execute(
-        insert(activity),
+    _INSERT_AUDIT.run(
+        connection,
         [
             {
                 "id": r.id,
@@ -104,26 +111,27 @@ def write_open_gate(
     connection: Connection, history_id: str, owner_id: str, pending: PendingAsk | None
 ) -> None:
     """Make the history's open gate match its new pending ask (inside the transaction)."""
-    connection.execute(delete(open_gates).where(G.history_id == history_id))
+    _DELETE_GATE.run(connection, {"gate_history_id": history_id})
     if pending is None:
         return
     expires = parse_time(pending.expires_at)
     remind = parse_time(pending.remind_at)
     if expires is None and remind is None and not pending.approvers:
         return
-    connection.execute(
-        insert(open_gates).values(
-            history_id=history_id,
-            ask_id=pending.tool_call_id,
-            owner_id=owner_id,
-            origin=pending.origin,
-            tool=pending.tool_name,
-            approvers=list(pending.approvers) if pending.approvers else None,
-            expires=expires,
-            remind=remind,
-            reminded=None,
-            created=parse_time(pending.created) or dt.datetime.now(dt.UTC),
-        )
+    _INSERT_GATE.run(
+        connection,
+        {
+            "history_id": history_id,
+            "ask_id": pending.tool_call_id,
+            "owner_id": owner_id,
+            "origin": pending.origin,
+            "tool": pending.tool_name,
+            "approvers": list(pending.approvers) if pending.approvers else None,
+            "expires": expires,
+            "remind": remind,
+            "reminded": None,
+            "created": parse_time(pending.created) or dt.datetime.now(dt.UTC),
+        },
     )
 
 
