@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final
 
-from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from ..connections import SecretBox, load_catalog
@@ -23,12 +22,12 @@ from ..runtime.runtime import Runtime
 from ..store import Store
 from .audit import add_audit_routes
 from .auth import Authenticator
-from .bodies import StorableUrlMiddleware
 from .chat import add_chat_routes
 from .config import ServerConfig
 from .confirmations import add_confirmation_routes
 from .connections import add_connection_routes
 from .deliveries import add_delivery_routes
+from .edge import HandrailAPI
 from .events import add_event_routes
 from .grants import add_grant_routes
 from .histories import add_history_routes
@@ -37,7 +36,7 @@ from .info import add_info_routes
 from .instructions import add_instruction_routes
 from .links import add_link_routes
 from .openapi import install_openapi
-from .problems import CatchAllMiddleware, RequestIdMiddleware, install_problem_handlers
+from .problems import install_problem_handlers
 from .reach import Reach
 from .tokens import add_token_routes
 from .uploads import add_upload_routes
@@ -59,7 +58,7 @@ def create_app(
     *,
     runtime: Runtime | None = None,
     store: Store | None = None,
-) -> FastAPI:
+) -> HandrailAPI:
     """The handrail ASGI app for `config`.
 
     Without `store`, the lifespan opens ``config.database_url`` (uploads in
@@ -71,7 +70,7 @@ def create_app(
     """
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: HandrailAPI) -> AsyncIterator[None]:
         opened: Store | None = None
         the_store = store if store is not None else (runtime.store if runtime else None)
         if the_store is None:
@@ -122,7 +121,9 @@ def create_app(
             if opened is not None:
                 await opened.close()
 
-    app = FastAPI(
+    # The app's one middleware is its edge (request ids, errors as problem JSON, the URL's text
+    # rule: `handrail.server.edge`); CORS, when configured, goes outside it.
+    app = HandrailAPI(
         title="handrail",
         lifespan=lifespan,
         docs_url=None,
@@ -156,10 +157,6 @@ def create_app(
     add_event_routes(app.router, prefix)  # GET /events: the caller's events, as SSE
     add_web_routes(app.router, prefix)  # the web UI: /, /watch, /inbox, /grants, /static/...
     install_openapi(app, description=DESCRIPTION)
-    # The last added is the outermost: the request id is set before anything can fail.
-    app.add_middleware(StorableUrlMiddleware)
-    app.add_middleware(CatchAllMiddleware)
-    app.add_middleware(RequestIdMiddleware)
     if config.allowed_origins:
         # Pages of these origins may call the API from a browser (the <handrail-chat>
         # element): bearer tokens only, never cookies, so no credentials. Outermost, so that

@@ -18,7 +18,7 @@ route sees the body:
 
 The size is checked on the bytes; depth and text in one walk over the parsed value, which is
 skipped when the bytes show it cannot find anything (few brackets, no escape, no surrogate or
-NUL byte). `StorableUrlMiddleware` holds the URL to the same text rule.
+NUL byte). `url_text_problems` holds the URL to the same text rule.
 """
 
 from __future__ import annotations
@@ -30,25 +30,24 @@ from typing import Any, Final
 
 from fastapi import Request
 from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from ..asks.errors import join_path
 from ..errors import BadRequest, PayloadTooLarge, ProblemError
 from ..runtime.runtime import Runtime
 from ..store import Store
 from ..store.records import History
-from .problems import problem_response
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "NO_BODY",
     "FilesAnswer",
-    "StorableUrlMiddleware",
     "read_json",
     "runtime_of",
     "storable_text_problems",
     "store_of",
     "unstorable_text",
+    "url_text_problems",
 ]
 
 #: What `read_json` returns for an empty body.
@@ -338,28 +337,19 @@ def unstorable_text(problems: list[dict[str, str]]) -> BadRequest:
     return BadRequest("Validation failed", detail, code=TEXT_CODE, fields=problems)
 
 
-class StorableUrlMiddleware:
-    """The URL's share of the text rule: a path or a query that holds NUL (``%00``) is refused
-    as a body with such text is (400 ``Validation failed``, code ``INVALID_FORMAT``, `fields`
-    naming ``url.path`` or ``url.query``), so no id, cursor or connection id with one reaches a
-    database. A lone surrogate cannot get there: the path and the query decode bytes that are
-    not UTF-8 as U+FFFD."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            problems = []
-            if "\x00" in scope.get("path", ""):
-                problems.append(_url_problem("url.path", "path"))
-            if b"%00" in scope.get("query_string", b""):
-                problems.append(_url_problem("url.query", "query"))
-            if problems:
-                problem = unstorable_text(problems).to_problem()
-                await problem_response(scope, problem)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+def url_text_problems(scope: Scope) -> list[dict[str, str]]:
+    """The URL's share of the text rule, as `storable_text_problems` words a body's: a path or
+    a query that holds NUL (``%00``) is refused as a body with such text is (400 ``Validation
+    failed``, code ``INVALID_FORMAT``, `fields` naming ``url.path`` or ``url.query``), so no
+    id, cursor or connection id with one reaches a database. A lone surrogate cannot get
+    there: the path and the query decode bytes that are not UTF-8 as U+FFFD. The app's edge
+    (`handrail.server.edge`) checks every request with it."""
+    problems = []
+    if "\x00" in scope.get("path", ""):
+        problems.append(_url_problem("url.path", "path"))
+    if b"%00" in scope.get("query_string", b""):
+        problems.append(_url_problem("url.query", "query"))
+    return problems
 
 
 def _url_problem(path: str, part: str) -> dict[str, str]:

@@ -28,9 +28,8 @@ from typing import Any, Final
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from ..connections import SecretKeyMissing
 from ..connections.oauth import SignInUnknown
@@ -78,9 +77,7 @@ __all__ = [
     "HEADLESS_PROBLEMS",
     "PROBLEMS",
     "PROBLEM_JSON",
-    "CatchAllMiddleware",
     "Problem",
-    "RequestIdMiddleware",
     "forbidden",
     "install_problem_handlers",
     "not_found",
@@ -174,7 +171,8 @@ def problem_for(error: DomainError, *tables: Mapping[type[DomainError], Problem]
 
 
 def request_id_of(scope_or_request: Request | Scope) -> str:
-    """The id `RequestIdMiddleware` gave this request (a new one outside it)."""
+    """The id the app's edge gave this request (`handrail.server.edge`; a new one outside
+    it)."""
     scope = scope_or_request.scope if isinstance(scope_or_request, Request) else scope_or_request
     state = scope.get("state")
     if isinstance(state, dict) and isinstance(state.get("request_id"), str):
@@ -340,71 +338,3 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DomainError, _on_domain_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
-
-
-class RequestIdMiddleware:
-    """Give each HTTP request a UUID4 (``request.state.request_id``) and send it back in the
-    ``X-Request-Id`` header."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request_id = str(uuid.uuid4())
-        state = scope.get("state")
-        if not isinstance(state, dict):
-            state = {}
-            scope["state"] = state
-        state["request_id"] = request_id
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
-            await send(message)
-
-        await self.app(scope, receive, send_with_id)
-
-
-class CatchAllMiddleware:
-    """The last line: an exception no handler took becomes 500 ``Internal Server Error``.
-
-    The exception is logged with its traceback and the request id; the client gets only the
-    title, a generic detail and the request id to quote. When the response had already started
-    (a stream that broke), the error is logged and the response ends where it is.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def send_tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_tracked)
-        except Exception:
-            log.exception(
-                "unhandled error in %s %s (request %s)",
-                scope.get("method"),
-                scope.get("path"),
-                request_id_of(scope),
-            )
-            if started:
-                return
-            problem = {
-                "status": 500,
-                "title": "Internal Server Error",
-                "detail": "The server failed. Quote the requestId when you report it.",
-            }
-            await problem_response(scope, problem)(scope, receive, send)

@@ -1,0 +1,283 @@
+"""The app's edge: one pure ASGI middleware around the routes, and routes that call their
+endpoint directly when it needs nothing of FastAPI's parameter machinery.
+
+Every request crosses the edge, so it does in one layer what five middlewares did before (a
+request id, the URL's text rule, the exception handlers, the last-line 500 and the stack that
+closes uploaded files), with one wrapper around `send`:
+
+- it gives the request a UUID4 (``scope["state"]["request_id"]``, see `request_id_of`) and
+  sends it back in the ``X-Request-Id`` header;
+- a path or query holding NUL is refused as `bodies.url_text_problems` words it;
+- an exception of a route goes to the handler registered for its type (`install_problem_handlers`)
+  while no response has started;
+- anything else is logged with its traceback and the request id and answered with a 500
+  ``Internal Server Error`` that says nothing of the exception (when a response had already
+  started, the response ends where it is).
+
+`EdgeRoute` is the route class of the app's router. A route whose endpoint takes only the
+request, dependencies that take only the request (the caller, `auth.Caller`) and plain text
+path parameters, and returns a `Response`, runs without FastAPI's request handler: the same
+calls, without solving the dependency graph, two exit stacks and a wrapper per request. Any
+other route (query parameters with rules, a body model, dependency overrides set on the app)
+runs FastAPI's handler as before. `HandrailAPI` is the FastAPI app that builds this stack.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from typing import Any, Final
+
+from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import get_typed_return_annotation
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .bodies import unstorable_text, url_text_problems
+from .problems import REQUEST_ID_HEADER, problem_response
+
+__all__ = ["Edge", "EdgeRoute", "HandrailAPI"]
+
+log = logging.getLogger("handrail.server")
+
+_REQUEST_ID: Final = REQUEST_ID_HEADER.lower().encode("ascii")
+
+Handler = Callable[[Request, Exception], Any]
+
+
+class Edge:
+    """The one middleware between the server and the routes (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, handlers: Mapping[Any, Handler]) -> None:
+        self.app = app
+        self._by_status = {k: v for k, v in handlers.items() if isinstance(k, int)}
+        self._by_type = {k: v for k, v in handlers.items() if not isinstance(k, int)}
+        # What Starlette's exception middleware leaves in the scope for the routes that handle
+        # their own exceptions (FastAPI's `request_response`).
+        self._in_scope = (self._by_type, self._by_status)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = str(uuid.uuid4())
+        state = scope.get("state")
+        if not isinstance(state, dict):
+            state = {}
+            scope["state"] = state
+        state["request_id"] = request_id
+        header = (_REQUEST_ID, request_id.encode("ascii"))
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = [h for h in message.get("headers", ()) if h[0].lower() != _REQUEST_ID]
+                headers.append(header)
+                message["headers"] = headers
+            await send(message)
+
+        problems = url_text_problems(scope)
+        if problems:
+            problem = unstorable_text(problems).to_problem()
+            await problem_response(scope, problem)(scope, receive, send_with_id)
+            return
+        scope["starlette.exception_handlers"] = self._in_scope
+        try:
+            try:
+                # Uploaded files are closed when the route is done (FastAPI's file stack).
+                async with AsyncExitStack() as files:
+                    scope["fastapi_middleware_astack"] = files
+                    await self.app(scope, receive, send_with_id)
+            except Exception as exc:
+                handler = self._handler(exc)
+                if handler is None or started:
+                    raise
+                response = handler(Request(scope, receive, send_with_id), exc)
+                if inspect.isawaitable(response):
+                    response = await response
+                if response is not None:
+                    await response(scope, receive, send_with_id)
+                exc.__traceback__ = None  # an instance raised again keeps no old frames
+        except Exception:
+            log.exception(
+                "unhandled error in %s %s (request %s)",
+                scope.get("method"),
+                scope.get("path"),
+                request_id,
+            )
+            if started:
+                return
+            problem = {
+                "status": 500,
+                "title": "Internal Server Error",
+                "detail": "The server failed. Quote the requestId when you report it.",
+            }
+            await problem_response(scope, problem)(scope, receive, send_with_id)
+
+    def _handler(self, exc: Exception) -> Handler | None:
+        if isinstance(exc, HTTPException):
+            handler = self._by_status.get(exc.status_code)
+            if handler is not None:
+                return handler
+        for cls in type(exc).__mro__:
+            handler = self._by_type.get(cls)
+            if handler is not None:
+                return handler
+        return None
+
+
+class HandrailAPI(FastAPI):
+    """The FastAPI app with the edge as its only middleware (inside the ones added with
+    `add_middleware`, such as CORS) and `EdgeRoute` as its router's route class."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.router.route_class = EdgeRoute
+
+    def build_middleware_stack(self) -> ASGIApp:
+        handlers = {
+            key: value
+            for key, value in self.exception_handlers.items()
+            if key not in (500, Exception)  # the edge answers those itself
+        }
+        app: ASGIApp = Edge(self.router, handlers)
+        middleware: list[Middleware] = list(self.user_middleware)
+        for cls, args, kwargs in reversed(middleware):
+            app = cls(app, *args, **kwargs)
+        return app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        # Starlette's own call, without FastAPI's per-request telemetry check (handrail sets
+        # up no OpenTelemetry).
+        if self.root_path:
+            scope["root_path"] = self.root_path
+        scope["app"] = self
+        if self.middleware_stack is None:
+            self.middleware_stack = self.build_middleware_stack()
+        await self.middleware_stack(scope, receive, send)
+
+
+# --- routes ------------------------------------------------------------------------------------
+
+
+Endpoint = Callable[..., Awaitable[Response]]
+
+
+class _Plan:
+    """How a lean route calls its endpoint: the request's parameter name, the dependencies
+    (each a name and a function of the request) and the path parameters (name, alias)."""
+
+    __slots__ = ("dependencies", "endpoint", "path", "request")
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        request: str | None,
+        dependencies: tuple[tuple[str, Callable[[Request], Awaitable[Any]]], ...],
+        path: tuple[tuple[str, str], ...],
+    ) -> None:
+        self.endpoint = endpoint
+        self.request = request
+        self.dependencies = dependencies
+        self.path = path
+
+
+def _takes_only_the_request(dependant: Dependant, *, path: bool = False) -> bool:
+    """Whether `dependant` takes nothing but the request (and, with `path`, path
+    parameters and dependencies)."""
+    return not (
+        (dependant.path_params and not path)
+        or (dependant.dependencies and not path)
+        or dependant.query_params
+        or dependant.header_params
+        or dependant.cookie_params
+        or dependant.body_params
+        or dependant.websocket_param_name
+        or dependant.http_connection_param_name
+        or dependant.response_param_name
+        or dependant.background_tasks_param_name
+        or dependant.security_scopes_param_name
+        or dependant.own_oauth_scopes
+    )
+
+
+def _lean_plan(route: APIRoute) -> _Plan | None:
+    """The plan of a route whose endpoint needs nothing of FastAPI's request handler, or
+    None."""
+    dependant = route.dependant
+    endpoint = dependant.call
+    if endpoint is None or not inspect.iscoroutinefunction(endpoint):
+        return None
+    returns = get_typed_return_annotation(endpoint)
+    if not (inspect.isclass(returns) and issubclass(returns, Response)):
+        return None
+    if route.body_field is not None or route.dependencies or route.max_body_size is not None:
+        return None
+    if not _takes_only_the_request(dependant, path=True):
+        return None
+    path: list[tuple[str, str]] = []
+    for field in dependant.path_params:
+        info = field.field_info
+        if info.annotation is not str or info.metadata:
+            return None  # a rule FastAPI checks (a length, a pattern) or a conversion
+        path.append((field.name, field.alias))
+    dependencies: list[tuple[str, Callable[[Request], Awaitable[Any]]]] = []
+    for sub in dependant.dependencies:
+        call = sub.call
+        if (
+            sub.name is None
+            or call is None
+            or sub.request_param_name is None
+            or not _takes_only_the_request(sub)
+            or not inspect.iscoroutinefunction(call)
+            or list(inspect.signature(call).parameters) != [sub.request_param_name]
+        ):
+            return None
+        dependencies.append((sub.name, call))
+    return _Plan(endpoint, dependant.request_param_name, tuple(dependencies), tuple(path))
+
+
+class EdgeRoute(APIRoute):
+    """An `APIRoute` that calls a lean endpoint directly (see the module docstring)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        plan = _lean_plan(self)
+        if plan is not None:
+            self.app = self._lean_app(plan, self.app)
+
+    def _lean_app(self, plan: _Plan, handled: ASGIApp) -> ASGIApp:
+        overrides = self.dependency_overrides_provider
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            if overrides is not None and getattr(overrides, "dependency_overrides", None):
+                await handled(scope, receive, send)  # a test's overrides: FastAPI's handler
+                return
+            request = Request(scope, receive, send)
+            kwargs: dict[str, Any] = {}
+            if plan.request is not None:
+                kwargs[plan.request] = request
+            for name, dependency in plan.dependencies:
+                kwargs[name] = await dependency(request)
+            params = scope["path_params"]
+            for name, alias in plan.path:
+                kwargs[name] = params[alias]
+            response = await plan.endpoint(**kwargs)
+            if not isinstance(response, Response):
+                raise TypeError(f"{plan.endpoint.__name__} returned {type(response).__name__}")
+            await response(scope, receive, send)
+
+        return app
