@@ -4,6 +4,7 @@ made storable."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import secrets
 from typing import Any, Final, TypeVar
@@ -16,6 +17,16 @@ def new_id() -> str:
     return secrets.token_hex(12)
 
 
+def new_uuid4() -> str:
+    """A random UUID (version 4) in its canonical form, as ``str(uuid.uuid4())`` gives it
+    (without building a `uuid.UUID`, which costs several times as much)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # variant RFC 4122
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def utc_now() -> dt.datetime:
     """Now, in UTC, to the millisecond."""
     now = dt.datetime.now(dt.UTC)
@@ -24,8 +35,10 @@ def utc_now() -> dt.datetime:
 
 def iso(moment: dt.datetime) -> str:
     """``2026-11-30T07:08:38.123Z``: ISO 8601 in UTC with ``Z``."""
-    moment = moment.astimezone(dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if moment.tzinfo is not dt.UTC:
+        moment = moment.astimezone(dt.UTC)
+    # ``...:38.123+00:00``; `isoformat` costs a third of `strftime`.
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 # --- storable text ------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any, Final
@@ -41,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._util import new_uuid4
 from .bodies import unstorable_text, url_text_problems
 from .problems import REQUEST_ID_HEADER, problem_response
 
@@ -68,7 +68,7 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = str(uuid.uuid4())
+        request_id = new_uuid4()
         state = scope.get("state")
         if not isinstance(state, dict):
             state = {}

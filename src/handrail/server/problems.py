@@ -20,7 +20,6 @@ from __future__ import annotations
 import html
 import http
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -31,6 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
+from .._util import new_uuid4
 from ..connections import SecretKeyMissing
 from ..connections.oauth import SignInUnknown
 from ..errors import (
@@ -177,7 +177,7 @@ def request_id_of(scope_or_request: Request | Scope) -> str:
     state = scope.get("state")
     if isinstance(state, dict) and isinstance(state.get("request_id"), str):
         return str(state["request_id"])
-    return str(uuid.uuid4())
+    return new_uuid4()
 
 
 def ok(request: Request, data: Any, *, status_code: int = 200) -> JSONResponse:
