@@ -380,6 +380,15 @@ async def test_an_action_sets_confirmation_waits_for_its_approvers(
             "expiresAfter": 900,
             "remindAfter": None,
         }
+        # A read-only action runs without a confirmation: no approver can hold it.
+        held = await api.request(
+            "PATCH",
+            f"/connections/{created['id']}",
+            user="root",
+            json={"approvals": {"tools": {"find_slots": {"approvers": ["bob"]}}}},
+        )
+        assert held.status_code == 400, held.text
+        assert "read-only action" in held.json()["fields"]["approvals.tools.find_slots.approvers"]
         await set_level(api, created["id"], "non-consequential")
         booking = {"date": "2026-12-24", "time": "19:00", "notes": "By the window"}
         stream = await api.say(call("tables_book_slot", booking))

@@ -91,12 +91,14 @@ def check_approvals(
     *,
     users: Collection[str] | None,
     tools: Collection[str] | None = None,
+    unheld: Collection[str] = (),
 ) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """The setting as it is stored (None: no setting), and what is wrong with it by field.
 
     `users` are the user ids an approver may name (None: any id, as when the server takes
     JWTs of users it does not list); `tools` the server's tool names the connection listed
-    (None: not listed yet, so any name is taken)."""
+    (None: not listed yet, so any name is taken); `unheld` the tools no gate holds (an action
+    set's read-only actions run without a confirmation), which cannot name approvers."""
     fields: dict[str, str] = {}
     if value is None:
         return None, fields
@@ -126,6 +128,12 @@ def check_approvals(
                 )
                 continue
             if not _part_problems(where, part, fields, users):
+                continue
+            if name in unheld and part.get("approvers"):
+                fields[f"{where}.approvers"] = (
+                    "cannot be set: it is a read-only action, which runs without a "
+                    "confirmation; name approvers for the actions that change something"
+                )
                 continue
             _rules_problems(where, layered(base, _values(part)), fields)
             per_tool[str(name)] = {k: part[k] for k in APPROVAL_KEYS if part.get(k) is not None}

@@ -813,8 +813,14 @@ class ConnectionHub:
             changes["overrides"] = _overrides(body["overrides"] or {}, fields)
         if "approvals" in body:
             listed = [str(t.get("name")) for t in record.tools] if record.tools else None
+            # An action set's read-only actions run without a gate: no approver holds them.
+            unheld = [
+                str(t.get("name"))
+                for t in record.tools
+                if record.kind == "actions" and (t.get("annotations") or {}).get("readOnlyHint")
+            ]
             changes["approvals"], problems = check_approvals(
-                body["approvals"], users=self.users, tools=listed
+                body["approvals"], users=self.users, tools=listed, unheld=unheld
             )
             fields.update(problems)
         if "protocol" in body:
