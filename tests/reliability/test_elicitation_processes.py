@@ -10,11 +10,14 @@ LISTEN/NOTIFY) to the one holding the call, which finishes it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -203,14 +206,49 @@ async def _turn(
     return dict(response.json()["data"])
 
 
-async def test_a_legacy_answer_reaching_another_live_process_goes_on_where_the_call_is_open(
+@dataclass
+class Deployment:
+    """Two live ``handrail serve`` processes on one PostgreSQL database, with a saved legacy
+    connection to the test server (which writes what it heard to `heard`)."""
+
+    client: httpx.AsyncClient
+    one: Server
+    two: Server
+    heard: Path
+
+    async def conversation(self) -> str:
+        history = await self.client.post(
+            f"{self.one.base}/api/histories", json={}, headers=_headers("alice")
+        )
+        return str(history.json()["data"]["id"])
+
+    async def turn(self, server: Server, history_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = await self.client.post(
+            f"{server.base}/api/histories/{history_id}/turn",
+            json=body,
+            headers=_headers("alice"),
+        )
+        assert response.status_code == 200, response.text
+        return dict(response.json()["data"])
+
+    async def rows(self, history_id: str) -> list[dict[str, Any]]:
+        view = await self.client.get(
+            f"{self.two.base}/api/histories/{history_id}", headers=_headers("alice")
+        )
+        return list(view.json()["data"]["rows"])
+
+    async def heard_lines(self, lines: int) -> list[str]:
+        for _ in range(200):
+            if self.heard.exists() and len(self.heard.read_text().splitlines()) >= lines:
+                break
+            await asyncio.sleep(0.05)
+        return self.heard.read_text().splitlines() if self.heard.exists() else []
+
+
+@contextlib.asynccontextmanager
+async def deployment(
     postgres_cluster: PostgresCluster, tmp_path: Path
-) -> None:
-    """Two live processes: the model asks and calls an eliciting tool in one step on process
-    one; the elicitation waits in line behind the model's ask. Both answers go to process two:
-    the first brings the elicitation up (any process can), the second is stored by process two
-    and forwarded over LISTEN/NOTIFY to process one, which holds the open call and finishes
-    it; process two's client gets the outcome."""
+) -> AsyncIterator[Deployment]:
     (tmp_path / "handrail_elicit_agents.py").write_text(AGENTS, encoding="utf-8")
     config = tmp_path / "handrail.yaml"
     config.write_text(
@@ -254,53 +292,97 @@ async def test_a_legacy_answer_reaching_another_live_process_goes_on_where_the_c
                 headers=_headers("alice"),
             )
             assert level.status_code == 200, level.text
-            history = await client.post(
-                f"{one.base}/api/histories", json={}, headers=_headers("alice")
-            )
-            history_id = history.json()["data"]["id"]
-            arguments = {"message": "Where to?", "schema": json.dumps(SCHEMA)}
-            prompt = f"ask_confirm {json.dumps(CONFIRM)}\ncall test_elicit {json.dumps(arguments)}"
-            paused = await _turn(client, one, history_id, {"prompt": prompt})
-            first = paused["pendingAsk"]
-            assert first["kind"] == "confirm"
-            yes = {"toolCallId": first["toolCallId"], "action": "accept"}
-            shown = await _turn(
-                client, two, history_id, {"askResponse": {**yes, "content": {"confirmed": True}}}
-            )
-            elicitation = shown["pendingAsk"]
-            assert elicitation["kind"] == "form"
-            assert not heard.exists()  # the server still waits, in process one
-            answer = {
-                "toolCallId": elicitation["toolCallId"],
-                "action": "accept",
-                "content": {"values": {"city": "Porto", "nights": 2}},
-            }
-            done = await _turn(client, two, history_id, {"askResponse": answer})
-            said = 'accept {\\"city\\": \\"Porto\\", \\"nights\\": 2}'
-            assert f'test_elicit returned: "{said}"' in done["text"], done
-            assert "pendingAsk" not in done
-            assert heard.read_text().splitlines() == [
-                'Where to?: accept {"city": "Porto", "nights": 2}'
-            ]
-            rows = (
-                await client.get(
-                    f"{two.base}/api/histories/{history_id}", headers=_headers("alice")
-                )
-            ).json()["data"]["rows"]
-            [stored] = [
-                r
-                for r in rows
-                if r["type"] == "tool-result" and r["toolCallId"] == elicitation["toolCallId"]
-            ]
-            assert stored["result"]["action"] == "accept"  # stored as sent, not cancelled
-            [result] = [
-                r
-                for r in rows
-                if r["type"] == "tool-result"
-                and r["toolName"] == "test_elicit"
-                and r["toolCallId"] != elicitation["toolCallId"]
-            ]
-            assert result["result"] == 'accept {"city": "Porto", "nights": 2}'
+            yield Deployment(client=client, one=one, two=two, heard=heard)
     finally:
         _stop(two)
         _stop(one)
+
+
+CONFIRM = {"title": "Book it", "prompt": "Shall I book the trip?"}
+ELICIT = "call test_elicit " + json.dumps({"message": "Where to?", "schema": json.dumps(SCHEMA)})
+
+
+async def test_a_legacy_answer_reaching_another_live_process_goes_on_where_the_call_is_open(
+    postgres_cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    """The model asks and calls an eliciting tool in one step on process one; the elicitation
+    waits in line behind the model's ask. Both answers go to process two: the first brings the
+    elicitation up (any process can), the second is stored by process two and forwarded over
+    LISTEN/NOTIFY to process one, which holds the open call and finishes it; process two's
+    client gets the outcome."""
+    async with deployment(postgres_cluster, tmp_path) as live:
+        history_id = await live.conversation()
+        prompt = f"ask_confirm {json.dumps(CONFIRM)}\n{ELICIT}"
+        paused = await live.turn(live.one, history_id, {"prompt": prompt})
+        first = paused["pendingAsk"]
+        assert first["kind"] == "confirm"
+        yes = {
+            "toolCallId": first["toolCallId"],
+            "action": "accept",
+            "content": {"confirmed": True},
+        }
+        shown = await live.turn(live.two, history_id, {"askResponse": yes})
+        elicitation = shown["pendingAsk"]
+        assert elicitation["kind"] == "form"
+        assert not live.heard.exists()  # the server still waits, in process one
+        answer = {
+            "toolCallId": elicitation["toolCallId"],
+            "action": "accept",
+            "content": {"values": {"city": "Porto", "nights": 2}},
+        }
+        done = await live.turn(live.two, history_id, {"askResponse": answer})
+        said = 'accept {\\"city\\": \\"Porto\\", \\"nights\\": 2}'
+        assert f'test_elicit returned: "{said}"' in done["text"], done
+        assert "pendingAsk" not in done
+        assert live.heard.read_text().splitlines() == [
+            'Where to?: accept {"city": "Porto", "nights": 2}'
+        ]
+        rows = await live.rows(history_id)
+        [stored] = [
+            r
+            for r in rows
+            if r["type"] == "tool-result" and r["toolCallId"] == elicitation["toolCallId"]
+        ]
+        assert stored["result"]["action"] == "accept"  # stored as sent, not cancelled
+        [result] = [
+            r
+            for r in rows
+            if r["type"] == "tool-result"
+            and r["toolName"] == "test_elicit"
+            and r["toolCallId"] != elicitation["toolCallId"]
+        ]
+        assert result["result"] == 'accept {"city": "Porto", "nights": 2}'
+
+
+@pytest.mark.parametrize("how", ["stop", "message"])
+async def test_a_legacy_ask_cancelled_in_another_process_releases_the_open_call(
+    postgres_cluster: PostgresCluster, tmp_path: Path, how: str
+) -> None:
+    """The elicitation's call is open in process one; Stop (or a new message) reaches process
+    two: the model reads that the call did not run, and the server, in process one, hears
+    ``cancel``."""
+    async with deployment(postgres_cluster, tmp_path) as live:
+        history_id = await live.conversation()
+        paused = await live.turn(live.one, history_id, {"prompt": ELICIT})
+        ask = paused["pendingAsk"]
+        assert ask["kind"] == "form"
+        if how == "stop":
+            stopped = await live.client.post(
+                f"{live.two.base}/api/histories/{history_id}/stop", headers=_headers("alice")
+            )
+            assert stopped.status_code == 200, stopped.text
+            assert stopped.json()["data"]["cancelledAsk"] == ask["toolCallId"]
+            reason = "stopped"
+        else:
+            await live.turn(live.two, history_id, {"prompt": "Never mind."})
+            reason = "user_sent_message"
+        assert await live.heard_lines(1) == ["Where to?: cancel"]
+        rows = await live.rows(history_id)
+        denied = [
+            r["result"]
+            for r in rows
+            if r["type"] == "tool-result"
+            and r["toolName"] == "test_elicit"
+            and r["toolCallId"] != ask["toolCallId"]
+        ]
+        assert denied == [{"type": "execution-denied", "reason": reason}]

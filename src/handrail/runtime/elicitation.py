@@ -285,6 +285,9 @@ class ElicitationGate(Gate):
     def holds_here(self, key: str) -> bool:
         return parked_here({"protocol": "legacy", "parked": key})
 
+    def release_here(self, key: str) -> None:
+        release_parked({"protocol": "legacy", "parked": key})
+
 
 def _form(pending: PendingAsk) -> ElicitationForm:
     return ElicitationForm.from_json(pending.extra.get("elicitationForm") or {})

@@ -19,6 +19,10 @@ answer for such an ask reaches another process:
 4. The process that took the answer streams the turn's outcome to its client once the turn
    ended (``turn.finished`` or ``turn.failed``), read back from what the turn stored.
 
+An ask cancelled in another process (a new message, Stop) releases what it held through the
+holder (`Forwarder.release`, step ``released``): a parked legacy call hears ``cancel``. So does
+a holder that finds the turn taken over by another process before it could take the lease.
+
 The events carry only the key (a random id) and the step, never an answer.
 """
 
@@ -147,6 +151,13 @@ class Forwarder:
             )
         )
 
+    async def release(self, user_id: str, history_id: str, key: str) -> None:
+        """The ask holding `key` was cancelled here: the process that holds it releases it
+        (a parked legacy call hears ``cancel``). Nothing waits for it: a process that is gone
+        holds nothing."""
+        if self.crosses_processes:
+            await self.runtime.store.events.publish(_event(user_id, history_id, "released", key))
+
     # ----------------------------------------------------------------- the holding process
 
     def start(self) -> None:
@@ -171,7 +182,10 @@ class Forwarder:
                 if not key or not _held_here(key):
                     continue
                 try:
-                    if event.data.get("step") == "find":
+                    if event.data.get("step") == "released":
+                        for gate in registered_gates().values():
+                            gate.release_here(key)
+                    elif event.data.get("step") == "find":
                         await self.runtime.publish(
                             _event(event.user_id, event.history_id, "held", key)
                         )
@@ -188,11 +202,18 @@ class Forwarder:
         runtime = self.runtime
         lease = await runtime.store.leases.get(history_id)
         if lease is None or lease.state.get("forward") != key:
+            for gate in registered_gates().values():
+                gate.release_here(key)
             return
         until = utc_now() + dt.timedelta(seconds=runtime.lease_s)
         taken = await runtime.store.leases.hand_over(lease, runtime.owner, until)
-        if taken is not None:
-            await runtime.recovery.resume(taken, recovering=False)
+        if taken is None:
+            # Another process took the turn over first (this one was too slow): the model
+            # reads there that the call did not finish; the server hears ``cancel`` here.
+            for gate in registered_gates().values():
+                gate.release_here(key)
+            return
+        await runtime.recovery.resume(taken, recovering=False)
 
 
 def _held_here(key: str) -> bool:

@@ -254,6 +254,11 @@ class Gate(abc.ABC):
         """Whether this process holds what `held_elsewhere` named by `key`. Default: no."""
         return False
 
+    def release_here(self, key: str) -> None:
+        """Release what this process holds under `key` (its ask was cancelled in another
+        process). Default: nothing."""
+        return
+
     def denial_rows(self, pending: PendingAsk, reason: str) -> list[Row]:
         """The rows that tell the model the held call did not run, when the ask is cancelled."""
         if not self.holds_call or not pending.held_tool_call_id:

@@ -155,6 +155,7 @@ class Runtime:
         self.stopper = Stopper(self)
         #: Answers for calls open in another process only (a legacy MCP call), forwarded.
         self.forwarder = Forwarder(self)
+        self._calls.forwarder = self.forwarder
         if not page_tool_timeout > 0:
             raise ConfigError(
                 f"page_tool_timeout must be a positive number of seconds, not {page_tool_timeout!r}"
@@ -928,9 +929,10 @@ class Runtime:
                     history.owner_id, history.id, pending, "cancel", reason="user_sent_message"
                 )
             )
-            await gate_for(pending).cancelled(self._calls, pending, "user_sent_message")
-            for waiting in queued_asks(pending):
-                await gate_for(waiting).cancelled(self._calls, waiting, "user_sent_message")
+            for held in [pending, *queued_asks(pending)]:
+                await self._calls.release(
+                    held, "user_sent_message", user_id=history.owner_id, history_id=history.id
+                )
             await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
         return history, bool(cancelled)
 
@@ -1162,7 +1164,9 @@ class Runtime:
             await self._taken_over(run)
             return
         for waiting in dropped:
-            await gate_for(waiting).cancelled(self._calls, waiting, "one_ask_at_a_time")
+            await self._calls.release(
+                waiting, "one_ask_at_a_time", user_id=run.history.owner_id, history_id=history_id
+            )
         if title and run.history.title is None:
             await self.publish(
                 UserEvent(

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._util import new_id
 from ..asks import (
@@ -49,6 +49,9 @@ from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
 from .tools import CALLING_USER, Tool, ToolError, ToolOutput, ToolSet, invalid_arguments_text
 from .turn import Principal, Turn, TurnStopped
+
+if TYPE_CHECKING:
+    from .forwarding import Forwarder
 
 log = logging.getLogger("handrail.runtime")
 
@@ -105,6 +108,8 @@ class StepRunner:
     def __init__(self, store: Store, actions: ActionCalls) -> None:
         self.store = store
         self.actions = actions
+        #: Tells the process holding what a cancelled ask held there to release it.
+        self.forwarder: Forwarder | None = None
 
     async def steps(self, run: TurnRun) -> None:
         """Call the model step by step until it answers without tools or an ask pauses."""
@@ -452,7 +457,9 @@ class StepRunner:
             if held and not _has_result(run, held):
                 call = ToolCall(id=held, name=gate_for(pending).tool_name(pending), arguments={})
                 await self.deny(run, call, reason)
-            await gate_for(pending).cancelled(self, pending, reason)
+            await self.release(
+                pending, reason, user_id=run.history.owner_id, history_id=run.history.id
+            )
 
     async def deny(self, run: TurnRun, call: ToolCall, reason: str) -> None:
         """The held call does not run: the model reads why, the client sees ``approved:
@@ -537,6 +544,17 @@ class StepRunner:
         if found is None:
             return None
         return ActionBinding(action_set=found[0], tool=found[1])
+
+    async def release(
+        self, pending: PendingAsk, reason: str, *, user_id: str, history_id: str
+    ) -> None:
+        """A cancelled ask's gate releases what it holds: here, or (what lives in another
+        process only, a legacy MCP call parked there) in the process that holds it."""
+        gate = gate_for(pending)
+        await gate.cancelled(self, pending, reason)
+        key = gate.held_elsewhere(pending)
+        if key is not None and self.forwarder is not None:
+            await self.forwarder.release(user_id, history_id, key)
 
     async def resolve(self, run: TurnRun, pending: PendingAsk, answer: Answer) -> None:
         """Carry out an answer through its gate."""

@@ -182,9 +182,10 @@ class Stopper:
                     history.owner_id, history.id, pending, "cancel", reason=STOP_REASON
                 )
             )
-            await gate_for(pending).cancelled(runtime._calls, pending, STOP_REASON)
-            for waiting in queued_asks(pending):
-                await gate_for(waiting).cancelled(runtime._calls, waiting, STOP_REASON)
+            for held in [pending, *queued_asks(pending)]:
+                await runtime._calls.release(
+                    held, STOP_REASON, user_id=history.owner_id, history_id=history.id
+                )
         return cancelled[0].tool_call_id if cancelled else None
 
     # --------------------------------------------------------------------------- a run

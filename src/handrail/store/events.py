@@ -17,7 +17,8 @@ history it is about (if any), when it happened and its public data. The kinds
                     it); data ``{}``
 ``ask.forwarding``  an answer for a call open in one process only (a legacy MCP call) reached
                     another process; data ``{step, key}``: ``find`` (who holds ``key``?),
-                    ``held`` (this process does), ``answered`` (the answer is stored: go on)
+                    ``held`` (this process does), ``answered`` (the answer is stored: go on),
+                    ``released`` (the ask was cancelled: release the call)
 ``turn.finished``   the turn ended; data ``{title?, pendingToolCallId?, stopped?}``
 ``turn.failed``     the turn ended with an error; data ``{error}`` (text meant for the person)
 ``history.created`` a conversation was made; data ``{title, agent}``
