@@ -24,7 +24,7 @@ from handrail.runtime.connected import ConnectionTool
 from handrail.runtime.gate import GateRequired
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
-from handrail.store import Store
+from handrail.store import Store, UserEvent
 
 FORM = {
     "title": "Shop asks",
@@ -36,7 +36,12 @@ FORM = {
 
 
 def shop_agent(
-    sent: list[dict[str, Any]], *, read_only: bool, protocol: str, **clock: Any
+    sent: list[dict[str, Any]],
+    *,
+    read_only: bool,
+    protocol: str,
+    parked: str | None = None,
+    **clock: Any,
 ) -> Agent:
     """An agent with one connection tool whose "server" asks for a city, and records each
     retry it gets (`sent`)."""
@@ -54,7 +59,12 @@ def shop_agent(
                     "kind": "form",
                     "fields": {"city": {"name": "City", "type": "string"}},
                 },
-                "mcp": {"protocol": protocol, "requestState": "opaque-1", "key": "q"},
+                "mcp": {
+                    "protocol": protocol,
+                    "requestState": "opaque-1",
+                    "key": "q",
+                    **({"parked": parked} if parked else {}),
+                },
             },
         )
 
@@ -223,3 +233,62 @@ async def test_an_expired_ask_brings_up_the_elicitation_waiting_behind_it(store:
     )
     assert 'book returned: "booked in Porto"' in (await result(done))["text"]
     await runtime.aclose()
+
+
+async def test_a_forwarded_answer_whose_holder_stopped_is_taken_over(store: Store) -> None:
+    """A legacy call another process holds: on PostgreSQL the answer goes to the holder, which
+    says it holds the call and then stops before it takes the turn; its lease lapses, this
+    process takes the turn over, and the model reads that the call did not finish. On SQLite
+    (no other process to ask) the answer is cancelled ``server_restarted`` at once. Either
+    way the client that answered gets the turn's outcome."""
+    sent: list[dict[str, Any]] = []
+    await store.permissions.set("alice", "local:ops", "non-consequential")
+    runtime = Runtime(
+        store=store,
+        agents=shop_agent(sent, read_only=True, protocol="legacy", parked="held-elsewhere"),
+        model=ScriptedModel(),
+        lease_s=0.4,
+    )
+    holder = store.events.open(None)
+
+    async def holds_then_stops() -> None:
+        """The other process: it says it holds the call, then it is gone."""
+        async for event in holder:
+            if event.kind == "ask.forwarding" and event.data.get("step") == "find":
+                data = {"step": "held", "key": event.data["key"]}
+                await store.events.publish(
+                    UserEvent(
+                        kind="ask.forwarding",
+                        user_id=event.user_id,
+                        history_id=event.history_id,
+                        data=data,
+                    )
+                )
+
+    listening = asyncio.create_task(holds_then_stops())
+    try:
+        turn = await runtime.start_prompt(ALICE, "call book {}")
+        elicitation = await asked(turn)
+        answered = await runtime.start_answer(
+            ALICE, turn.history_id, {**CITY, "toolCallId": elicitation["toolCallId"]}
+        )
+        if store.events.crosses_processes:
+            await lapse()
+            [taken] = await runtime.recovery.sweep()
+            await taken.wait()
+        done = await result(answered)
+        assert done["text"].startswith("book failed: The call of book waited"), done
+        assert sent == []  # the call never went on anywhere
+        stored = [
+            r["result"]
+            for r in await rows(store, turn.history_id)
+            if r["type"] == "tool-result" and r["toolCallId"] == elicitation["toolCallId"]
+        ]
+        if store.events.crosses_processes:
+            assert stored == [CITY]  # stored as sent; the takeover told the model
+        else:
+            assert stored == [{"action": "cancel", "reason": "server_restarted"}]
+    finally:
+        listening.cancel()
+        store.events.discard(holder)
+        await runtime.aclose()
