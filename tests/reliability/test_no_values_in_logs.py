@@ -87,12 +87,27 @@ def captured(caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 async def store(
     captured: Captured, database_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[Store]:
-    """A store on each backend, without and with ``echo``."""
+    """A store on each backend, without and with ``echo``.
+
+    ``echo`` adds a handler on the test's captured stdout to SQLAlchemy's loggers; it is taken
+    off afterwards, so that a later test does not log to a closed stream."""
+    before = {name: list(logging.getLogger(name).handlers) for name in _sqlalchemy_loggers()}
     db = Database(database_url, echo=request.param)
     await db.migrate()
     s = Store(db, LocalBlobStore(tmp_path / "blobs"))
     yield s
     await s.close()
+    for name in _sqlalchemy_loggers():
+        logger = logging.getLogger(name)
+        for handler in logger.handlers[:]:
+            if handler not in before.get(name, []):
+                logger.removeHandler(handler)
+
+
+def _sqlalchemy_loggers() -> list[str]:
+    """The names of the SQLAlchemy loggers made so far."""
+    known = logging.Logger.manager.loggerDict
+    return [name for name in known if name == "sqlalchemy" or name.startswith("sqlalchemy.")]
 
 
 async def _failure(awaitable: Any) -> BaseException:
@@ -146,6 +161,7 @@ async def test_a_constraint_violation(store: Store, captured: Captured) -> None:
         "tool_call_id": None,
         "ask_status": None,
         "data": {"type": "user", "text": CANARY},
+        "text_key": None,
         "created": utc_now(),
     }
     await store.db.write(_INSERT_ROW.run, row)

@@ -54,7 +54,7 @@ from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, Row, create_engine, event, pool, text
+from sqlalchemy import Connection, Engine, ExceptionContext, Row, create_engine, event, pool, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -227,11 +227,24 @@ def without_values(error: BaseException) -> BaseException:
             continue
         seen.add(id(item))
         stack += [item.__cause__, item.__context__, getattr(item, "orig", None)]
-        if type(item).__module__.startswith("asyncpg") and getattr(item, "detail", None):
+        if _from_asyncpg(item) and getattr(item, "detail", None):
             item.detail = None  # type: ignore[attr-defined]
         if item.args and isinstance(item.args[0], str) and "query argument" in item.args[0]:
             item.args = (_ARGUMENT_VALUE.sub(_VALUE_HIDDEN, item.args[0]), *item.args[1:])
     return error
+
+
+def _from_asyncpg(error: BaseException) -> bool:
+    """An asyncpg error, or SQLAlchemy's adaptation of one (which copies its ``detail``)."""
+    module = type(error).__module__
+    return module.startswith("asyncpg") or module == "sqlalchemy.dialects.postgresql.asyncpg"
+
+
+def _strip_values(context: ExceptionContext) -> None:
+    """SQLAlchemy's ``handle_error`` hook: `without_values` on the error it caught."""
+    without_values(context.original_exception)
+    if context.sqlalchemy_exception is not None:
+        without_values(context.sqlalchemy_exception)
 
 
 def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -438,6 +451,9 @@ class Database:
                 pool_size=PG_POOL_SIZE,
                 max_overflow=PG_POOL_OVERFLOW,
             )
+            # Values go as soon as SQLAlchemy catches the error, before its rollback and
+            # whatever it logs while the error is being handled.
+            event.listen(self.engine.sync_engine, "handle_error", _strip_values)
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
             if self.backend == "postgresql"
