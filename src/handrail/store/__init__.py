@@ -24,17 +24,24 @@ from handrail.store.audit import AuditRepo
 from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
 from handrail.store.confirmations import (
     CONFIRMATION_STALE,
+    CONFIRMATIONS_JSON,
     ConfirmationConflict,
     ConfirmationNotFound,
     ConfirmationNotSending,
     ConfirmationRepo,
+    confirmation_records,
     confirmations_of,
 )
 from handrail.store.db import DEFAULT_URL, Database, driver_url
 from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
-from handrail.store.histories import HistoryConflict, HistoryRepo, load_history
-from handrail.store.leases import LeaseLost, LeaseRepo, lease_of
+from handrail.store.histories import (
+    HistoryConflict,
+    HistoryRepo,
+    load_history,
+    load_history_at_once,
+)
+from handrail.store.leases import LEASE_JSON, LeaseLost, LeaseRepo, lease_from, lease_of
 from handrail.store.permissions import GrantConflict, GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
@@ -144,6 +151,20 @@ def _load_turn(connection: Connection, history_id: str) -> TurnState | None:
     )
 
 
+def _load_turn_at_once(connection: Connection, history_id: str) -> TurnState | None:
+    """`_load_turn` in one statement (PostgreSQL): one snapshot without a transaction."""
+    loaded = load_history_at_once(connection, history_id, CONFIRMATIONS_JSON, LEASE_JSON)
+    if loaded is None:
+        return None
+    history, rows, (confirmation_rows, lease_rows) = loaded
+    return TurnState(
+        history=history,
+        rows=rows,
+        confirmations=confirmation_records(confirmation_rows),
+        lease=lease_from(lease_rows),
+    )
+
+
 class Store:
     """The database and the blob store, with a repository for each record type."""
 
@@ -193,6 +214,8 @@ class Store:
     async def load_turn(self, history_id: str) -> TurnState | None:
         """The history, its rows, its confirmations and its turn lease in one read, or None
         when it does not exist or was deleted."""
+        if self.db.backend == "postgresql":
+            return await self.db.read(_load_turn_at_once, history_id)
         return await self.db.snapshot(_load_turn, history_id)
 
     async def close(self) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from sqlalchemy import ColumnElement, Connection, bindparam, insert, select, update
@@ -34,11 +34,13 @@ from sqlalchemy.sql.dml import Update
 from handrail._util import iso, new_id, utc_now
 from handrail.errors import Conflict, NotFound
 from handrail.store.db import Database, all_rows, first_row
+from handrail.store.json_rows import JsonRows
 from handrail.store.prepared import Prepared
 from handrail.store.records import ConfirmationRecord, ConfirmationState
 from handrail.store.tables import confirmations
 
 __all__ = [
+    "CONFIRMATIONS_JSON",
     "CONFIRMATION_STALE",
     "ConfirmationConflict",
     "ConfirmationNotFound",
@@ -46,12 +48,19 @@ __all__ = [
     "ConfirmationRepo",
     "confirmation_not_found",
     "confirmation_of",
+    "confirmation_records",
     "confirmations_of",
 ]
 
 C = confirmations.c
 _OF_HISTORY = Prepared(
     select(confirmations).where(C.history_id == bindparam("history_id")).order_by(C.created, C.id)
+)
+#: `confirmations_of` as one column, for the reads that go in one statement (PostgreSQL).
+CONFIRMATIONS_JSON = JsonRows(
+    select(confirmations).where(C.history_id == bindparam("history_id")),
+    order_by=("created", "id"),
+    name="confirmations",
 )
 
 #: The problem code of a confirm that came too late, for a changed context, or twice.
@@ -407,6 +416,11 @@ def confirmation_of(connection: Connection, confirmation_id: str) -> Confirmatio
 def confirmations_of(connection: Connection, history_id: str) -> list[ConfirmationRecord]:
     """The history's confirmations, oldest first."""
     return [_record(row) for row in _OF_HISTORY.all(connection, {"history_id": history_id})]
+
+
+def confirmation_records(rows: Sequence[Mapping[str, Any]]) -> list[ConfirmationRecord]:
+    """The records of rows `CONFIRMATIONS_JSON` decoded."""
+    return [_record(row) for row in rows]
 
 
 def _change(

@@ -33,6 +33,7 @@ from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
 from handrail.store.db import Database
+from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
 from handrail.store.paging import Page, Position, checked_limit
 from handrail.store.prepared import Prepared
@@ -57,6 +58,7 @@ __all__ = [
     "history_not_found",
     "history_rows_of",
     "load_history",
+    "load_history_at_once",
 ]
 
 ASK_STATUSES: Final[tuple[str, ...]] = get_args(AskStatus)
@@ -76,6 +78,12 @@ _ROWS = Prepared(
     .order_by(R.seq)
 )
 _INSERT_HISTORY = Prepared(insert(histories))
+#: The rows of a history as one column, for the reads that go in one statement (PostgreSQL).
+ROWS_JSON = JsonRows(
+    select(R.seq, R.data, R.ask_status, R.created).where(R.history_id == bindparam("history_id")),
+    order_by=("seq",),
+    name="history_rows",
+)
 
 
 class HistoryConflict(Conflict):
@@ -184,6 +192,10 @@ class HistoryRepo:
     async def load(self, history_id: str) -> tuple[History, builtins.list[StoredRow]] | None:
         """The history and its rows as of one moment (what `apply`'s ``expected_version``
         should come from), or None when it does not exist or was deleted."""
+        if self._db.backend == "postgresql":
+            # One statement sees one snapshot by itself: no transaction around it.
+            loaded = await self._db.read(load_history_at_once, history_id)
+            return None if loaded is None else (loaded[0], loaded[1])
         return await self._db.snapshot(load_history, history_id)
 
     async def apply(
@@ -244,6 +256,28 @@ def load_history(connection: Connection, history_id: str) -> tuple[History, list
     if history is None:
         return None
     return history, history_rows_of(connection, history_id)
+
+
+def load_history_at_once(
+    connection: Connection, history_id: str, *more: JsonRows
+) -> tuple[History, list[StoredRow], list[list[dict[str, Any]]]] | None:
+    """PostgreSQL: the history, its rows, and the rows of each of `more` (reads of the same
+    ``history_id`` parameter) in one statement, so all of them as of one moment; None when
+    it does not exist or was deleted."""
+    row = _at_once(more).first(connection, {"history_id": history_id})
+    if row is None:
+        return None
+    rows = [_stored_row(item) for item in ROWS_JSON.decode(row[ROWS_JSON.column.name])]
+    return _history_from(row), rows, [read.decode(row[read.column.name]) for read in more]
+
+
+@functools.cache
+def _at_once(more: tuple[JsonRows, ...]) -> Prepared:
+    return Prepared(
+        select(*_COLUMNS, ROWS_JSON.column, *(read.column for read in more)).where(
+            H.id == bindparam("history_id"), H.deleted_at.is_(None)
+        )
+    )
 
 
 @functools.cache

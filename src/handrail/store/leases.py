@@ -11,21 +11,34 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from handrail.errors import Conflict
 from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.json_rows import JsonRows
 from handrail.store.prepared import Prepared
 from handrail.store.records import TurnLease
 from handrail.store.tables import turn_leases
 
-__all__ = ["LeaseLost", "LeaseRepo", "lease_of", "release_lease", "write_lease"]
+__all__ = [
+    "LEASE_JSON",
+    "LeaseLost",
+    "LeaseRepo",
+    "lease_from",
+    "lease_of",
+    "release_lease",
+    "write_lease",
+]
 
 L = turn_leases.c
 _OF_HISTORY = Prepared(select(turn_leases).where(L.history_id == bindparam("history_id")))
+#: `lease_of` as one column (no row or one), for the reads that go in one statement.
+LEASE_JSON = JsonRows(
+    select(turn_leases).where(L.history_id == bindparam("history_id")), order_by=(), name="lease"
+)
 _DROP = Prepared(delete(turn_leases).where(L.history_id == bindparam("history_id")))
 _DROP_OWNED = Prepared(
     delete(turn_leases).where(
@@ -135,6 +148,11 @@ def lease_of(connection: Connection, history_id: str) -> TurnLease | None:
     """The history's lease, in the caller's transaction."""
     row = _OF_HISTORY.first(connection, {"history_id": history_id})
     return None if row is None else _lease(row)
+
+
+def lease_from(rows: Sequence[Mapping[str, Any]]) -> TurnLease | None:
+    """The lease of the rows `LEASE_JSON` decoded (none or one)."""
+    return _lease(rows[0]) if rows else None
 
 
 def write_lease(connection: Connection, lease: TurnLease) -> None:
