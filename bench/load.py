@@ -801,7 +801,8 @@ def start_setups(
         sys.path.insert(0, str(ROOT / "tests"))
         from _pg import start_cluster
 
-        cluster = start_cluster(durable=True)
+        # Room for every process's full pool (PG_POOL_SIZE + PG_POOL_OVERFLOW) and listener.
+        cluster = start_cluster(durable=True, max_connections=400)
         stack.callback(cluster.stop)
     setups = []
     for key in keys:

@@ -146,10 +146,11 @@ def _run_as_postgres(base: Path) -> list[str]:
     return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
 
 
-def start_cluster(*, durable: bool = False) -> PostgresCluster:
+def start_cluster(*, durable: bool = False, max_connections: int | None = None) -> PostgresCluster:
     """Create and start a cluster, or fail the test with the way forward. Tests run it with
     ``fsync`` and ``synchronous_commit`` off; `durable` keeps PostgreSQL's defaults (every
-    commit flushed to disk), as the benchmarks need."""
+    commit flushed to disk), as the benchmarks need. `max_connections` raises PostgreSQL's
+    limit of 100 sessions (a benchmark running several server processes with full pools)."""
     bindir = find_postgres_bindir()
     if bindir is None:
         raise _fail(
@@ -176,7 +177,8 @@ def start_cluster(*, durable: bool = False) -> PostgresCluster:
         )
         listen = ["-k", str(cluster.socket_dir), "-h", "", "-p", str(cluster.port)]
         fast = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
-        options = shlex.join([*listen, *([] if durable else fast)])
+        limit = [] if max_connections is None else ["-c", f"max_connections={max_connections}"]
+        options = shlex.join([*listen, *([] if durable else fast), *limit])
         cluster._run(
             bindir / "pg_ctl",
             "-D",
