@@ -841,7 +841,8 @@ async def test_a_server_that_comes_up_later_is_connected_without_a_refresh(capi:
                 break
             await asyncio.sleep(0.1)
         assert state == "connected"
-        assert data["status"]["toolCount"] == 13
+        # Every tool the test server declares is listed.
+        assert data["status"]["toolCount"] == TEST_SERVER.read_text().count("@server.tool(")
         await set_level(capi, down["id"], "read-only")
         ran = await capi.say(call("late_echo", {"text": "at last"}))
         assert results(ran) == ["echo: at last"]
