@@ -135,7 +135,13 @@ async def test_a_search_is_paged_newest_first(store: Store) -> None:
         after = page.next
         if after is None:
             break
-    assert seen == list(reversed(made))
+    # Newest first by (created, id): conversations made in the same millisecond go by id.
+    histories = [await store.histories.get(made_id) for made_id in made]
+    newest_first = sorted(
+        (h for h in histories if h is not None), key=lambda h: (h.created, h.id), reverse=True
+    )
+    assert seen == [h.id for h in newest_first]
+    assert sorted(seen) == sorted(made)
 
 
 async def test_inbox_by_the_asks_title_prompt_questions_and_conversation_title(
