@@ -62,7 +62,9 @@ class Turn:
         #: True once the turn ended because of Stop.
         self.stopped = False
         self._events: list[Event] = []
-        self._changed = asyncio.Condition()
+        #: The readers waiting for the next event or the end (all on the turn's event loop,
+        #: so no lock is needed).
+        self._waiters: list[asyncio.Future[None]] = []
         self._finished = False
         self.title: str | None = None
         self.pending_summary: dict[str, Any] | None = None
@@ -75,24 +77,32 @@ class Turn:
         return list(self._events)
 
     async def emit(self, event: Event) -> None:
-        async with self._changed:
-            self._events.append(event)
-            self._changed.notify_all()
+        self._events.append(event)
+        self._wake()
 
     async def finish(self) -> None:
-        async with self._changed:
-            self._finished = True
-            self._changed.notify_all()
+        self._finished = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():  # a reader cancelled meanwhile
+                waiter.set_result(None)
+
+    async def _next_change(self) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
 
     async def stream(self) -> AsyncIterator[Event]:
         """Every event from the first, as it comes, until the turn is done."""
         index = 0
         while True:
-            async with self._changed:
-                while index >= len(self._events) and not self._finished:
-                    await self._changed.wait()
-                batch = self._events[index:]
-                finished = self._finished
+            while index >= len(self._events) and not self._finished:
+                await self._next_change()
+            batch = self._events[index:]
+            finished = self._finished
             for event in batch:
                 yield event
             index += len(batch)
@@ -100,9 +110,8 @@ class Turn:
                 return
 
     async def wait(self) -> None:
-        async with self._changed:
-            while not self._finished:
-                await self._changed.wait()
+        while not self._finished:
+            await self._next_change()
 
     async def result(self) -> TurnResult:
         """Wait for the turn to finish and sum it up for a headless client."""
