@@ -102,14 +102,14 @@ class RaceFigures:
     winners: dict[str, int] = field(default_factory=dict)
 
 
-def _config(folder: Path, database_url: str) -> Path:
+def _config(folder: Path, database_url: str, extra: str = "") -> Path:
     (folder / f"{TOOLS_MODULE}.py").write_text(TOOLS_SOURCE, encoding="utf-8")
     config = folder / "handrail.yaml"
     config.write_text(
         f"database_url: {database_url!r}\n"
         f"blob_dir: {str(folder / 'blobs')!r}\n"
         "users:\n  - {id: alice, token_env: ALICE_TOKEN}\n"
-        f'agents:\n  - import: "{TOOLS_MODULE}:agents"\n',
+        f'agents:\n  - import: "{TOOLS_MODULE}:agents"\n' + extra,
         encoding="utf-8",
     )
     return config
@@ -159,10 +159,13 @@ def _stop(server: Server) -> None:
 
 
 @contextlib.asynccontextmanager
-async def two_servers(database_url: str, folder: Path) -> AsyncIterator[tuple[Server, Server]]:
+async def two_servers(
+    database_url: str, folder: Path, *, settings: str = ""
+) -> AsyncIterator[tuple[Server, Server]]:
     """Two ``handrail serve`` processes on `database_url`, started at the same time (so both
-    migrate the empty database at once), stopped at the end."""
-    config = _config(folder, database_url)
+    migrate the empty database at once), stopped at the end. `settings` are more lines of
+    the configuration file (``turn_lease: 2``)."""
+    config = _config(folder, database_url, settings)
     servers = (_start(config, folder, "one"), _start(config, folder, "two"))
     try:
         await asyncio.gather(*(_ready(server) for server in servers))

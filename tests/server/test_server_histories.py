@@ -28,6 +28,7 @@ async def test_create_with_an_empty_body(any_api: Api) -> None:
             "updated": history["updated"],
             "pendingAsk": None,
             "rows": [],
+            "running": None,
         }
         assert str(history["created"]).endswith("Z")
 

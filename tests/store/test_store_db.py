@@ -21,7 +21,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0012"
+HEAD = "0013"
 
 TABLES = {
     "activity",
@@ -39,6 +39,7 @@ TABLES = {
     "history_rows",
     "permissions",
     "requests",
+    "running_turns",
     "turn_leases",
 }
 

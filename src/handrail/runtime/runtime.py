@@ -99,6 +99,7 @@ from .page_tools import DEFAULT_PAGE_TOOL_TIMEOUT, PageTools, read_page_tools, s
 from .prompting import TurnSetup, build_turn_setup
 from .recovery import DEFAULT_LEASE_S, Recovery
 from .rows import Row, result_row, rows_to_messages, user_row
+from .running import RunningBoard
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
 from .turn import Principal, Turn, TurnStopped
@@ -143,7 +144,9 @@ class Runtime:
         self._model_override = model
         self._tasks: set[asyncio.Task[None]] = set()
         self.actions = ActionCalls(store)
-        self._calls = StepRunner(store, self.actions)
+        #: What the turns running now do (the history view's ``running``), in any process.
+        self.running = RunningBoard(self)
+        self._calls = StepRunner(store, self.actions, self.running)
         self._built: list[Model] = []
         if not lease_s > 0:
             raise ConfigError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
@@ -744,6 +747,7 @@ class Runtime:
         await self.forwarder.aclose()
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.running.aclose()
         await self.actions.aclose()
         for model in self._built:
             close = getattr(model, "aclose", None)
@@ -767,6 +771,7 @@ class Runtime:
                 asyncio.create_task(self.recovery.heartbeat(turn.history_id)) if leased else None
             )
             self.stopper.running[turn.history_id] = turn
+            self.running.started(turn)
             await self._turn_event(turn, "turn.started", {})
             try:
                 await work
@@ -785,6 +790,7 @@ class Runtime:
                     beating.cancel()
                 if self.stopper.running.get(turn.history_id) is turn:
                     del self.stopper.running[turn.history_id]
+                self.running.ended(turn)
                 # Published before the turn's stream ends: whoever saw it end can rely on it.
                 await self._turn_ended(turn)
                 await turn.finish()
@@ -796,6 +802,7 @@ class Runtime:
 
     async def _turn_event(self, turn: Turn, kind: Any, data: dict[str, Any]) -> None:
         if turn.user_id:
+            data = {**data, "turnId": turn.id}
             await self.publish(
                 UserEvent(kind=kind, user_id=turn.user_id, history_id=turn.history_id, data=data)
             )

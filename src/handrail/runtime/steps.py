@@ -47,6 +47,7 @@ from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_
 from .page_tools import PageTools
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
+from .running import RunningBoard
 from .tools import CALLING_USER, Tool, ToolError, ToolOutput, ToolSet, invalid_arguments_text
 from .turn import Principal, Turn, TurnStopped
 
@@ -105,11 +106,14 @@ class StepRunner:
     `tool_result`, `run_and_record`, `decided_call`, `action` and `action_step`.
     """
 
-    def __init__(self, store: Store, actions: ActionCalls) -> None:
+    def __init__(
+        self, store: Store, actions: ActionCalls, board: RunningBoard | None = None
+    ) -> None:
         self.store = store
         self.actions = actions
         #: Tells the process holding what a cancelled ask held there to release it.
         self.forwarder: Forwarder | None = None
+        self.board = board
 
     async def steps(self, run: TurnRun) -> None:
         """Call the model step by step until it answers without tools or an ask pauses."""
@@ -168,13 +172,16 @@ class StepRunner:
         """Tell the person what the turn does now (a ``turn.progress`` event): ``thinking``
         (a model step), ``tool`` (a tool runs: ``toolName``, ``toolCallId``)."""
         progress = {"phase": phase, **data}
-        run.turn.progress = progress
+        if self.board is not None:
+            self.board.progressed(run.turn, progress)
+        else:
+            run.turn.progress = progress
         await self.store.events.publish(
             UserEvent(
                 kind="turn.progress",
                 user_id=run.turn.user_id or run.principal.user_id,
                 history_id=run.history.id,
-                data=progress,
+                data={**progress, "turnId": run.turn.id},
             )
         )
 

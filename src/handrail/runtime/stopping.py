@@ -103,13 +103,13 @@ class Stopper:
         if turn.stop_requested.is_set():
             return
         turn.stop_requested.set()
-        turn.progress = {"phase": "stopping"}
+        self.runtime.running.progressed(turn, {"phase": "stopping"})
         await self.runtime.publish(
             UserEvent(
                 kind="turn.progress",
                 user_id=turn.user_id,
                 history_id=turn.history_id,
-                data={"phase": "stopping"},
+                data={"phase": "stopping", "turnId": turn.id},
             )
         )
 

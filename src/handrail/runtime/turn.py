@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from .._util import new_id
 from .events import Event
 
 
@@ -53,6 +54,8 @@ class Turn:
 
     def __init__(self, history_id: str, *, user_id: str = "") -> None:
         self.history_id = history_id
+        #: The turn's id (the ``turnId`` of its ``turn.*`` events and of ``running``).
+        self.id = new_id()
         #: The user the turn speaks for (its history's owner): whose events it publishes.
         self.user_id = user_id
         #: What the turn does now, as its last ``turn.progress`` event said (None: starting).

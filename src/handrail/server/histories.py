@@ -174,7 +174,8 @@ async def read_history(request: Request, principal: Caller, history_id: HistoryI
     if loaded is None:
         raise _not_found(history_id)
     history, rows = loaded
-    return ok(request, history_json(history, rows))
+    running = await runtime_of(request).running.of(history_id)
+    return ok(request, history_json(history, rows, running))
 
 
 async def update_history(
@@ -189,6 +190,7 @@ async def update_history(
     if loaded is None:
         raise _not_found(history_id)
     history, rows = loaded
+    running = await runtime_of(request).running.of(history_id)
     if history.title != before.title:
         await store.events.publish(
             UserEvent(
@@ -198,7 +200,7 @@ async def update_history(
                 data={"title": history.title},
             )
         )
-    return ok(request, history_json(history, rows))
+    return ok(request, history_json(history, rows, running))
 
 
 async def delete_history(

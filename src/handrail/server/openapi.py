@@ -216,11 +216,54 @@ def _history(with_rows: bool) -> JsonSchema:
             "description": "The conversation's rows, oldest first.",
         }
         required.append("rows")
+        properties["running"] = {
+            "readOnly": True,
+            "description": "The turn running on the conversation now (in any server process), "
+            "or null: what it does, as its last turn.progress event said.",
+            "oneOf": [ref("RunningTurn"), {"type": "null"}],
+        }
+        required.append("running")
     return {
         "title": "History" if with_rows else "HistorySummary",
         "type": "object",
         "properties": properties,
         "required": required,
+    }
+
+
+def _running_turn() -> JsonSchema:
+    return {
+        "title": "RunningTurn",
+        "type": "object",
+        "description": "A turn running now: what it does, as its last turn.progress event "
+        "said, and since when.",
+        "properties": {
+            "turnId": {
+                "type": "string",
+                "description": "The turn's id, as in the data of its turn.* events.",
+            },
+            "phase": {
+                "type": "string",
+                "enum": ["starting", "thinking", "tool", "stopping"],
+                "description": "starting (before its first turn.progress), thinking (a model "
+                "step), tool (a tool runs), stopping (Stop was pressed).",
+            },
+            "tool": {
+                "type": "object",
+                "description": "In phase tool: the tool that runs.",
+                "properties": {
+                    "toolName": {"type": "string"},
+                    "toolCallId": {"type": "string"},
+                },
+                "required": ["toolName", "toolCallId"],
+            },
+            "since": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the turn entered this phase.",
+            },
+        },
+        "required": ["turnId", "phase", "since"],
     }
 
 
@@ -534,6 +577,7 @@ def component_schemas(agents: Sequence[str] = ()) -> dict[str, JsonSchema]:
         "HistoryCreate": _history_write(create=True, agents=agents),
         "HistoryUpdate": _history_write(create=False, agents=agents),
         "StoredPendingAsk": _stored_pending_ask(),
+        "RunningTurn": _running_turn(),
         "PromptRequest": _prompt_request(agents),
         "PageTools": _page_tools(),
         "TurnEvent": _event(),

@@ -14,6 +14,7 @@ from typing import Any
 from .._util import iso
 from ..asks import PendingAsk
 from ..store.records import FileRecord, History, StoredRow
+from ..store.running import RunningTurn
 
 __all__ = [
     "file_json",
@@ -29,8 +30,13 @@ def public_pending_ask(pending: PendingAsk | None) -> dict[str, Any] | None:
     return None if pending is None else pending.public("view")
 
 
-def history_json(history: History, rows: Sequence[StoredRow] | None = None) -> dict[str, Any]:
-    """A history as the API sends it; with `rows`, each row is its data plus ``created``."""
+def history_json(
+    history: History,
+    rows: Sequence[StoredRow] | None = None,
+    running: RunningTurn | None = None,
+) -> dict[str, Any]:
+    """A history as the API sends it; with `rows` (the history view), each row is its data
+    plus ``created``, and ``running`` is the turn running on it (or None)."""
     out: dict[str, Any] = {
         "id": history.id,
         "userId": history.owner_id,
@@ -42,6 +48,7 @@ def history_json(history: History, rows: Sequence[StoredRow] | None = None) -> d
     }
     if rows is not None:
         out["rows"] = [{**row.data, "created": iso(row.created)} for row in rows]
+        out["running"] = None if running is None else running.to_json()
     return out
 
 

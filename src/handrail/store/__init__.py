@@ -64,6 +64,7 @@ from handrail.store.records import (
     TurnLease,
 )
 from handrail.store.requests import RequestLog, request_record
+from handrail.store.running import RunningRepo
 from handrail.store.tokens import TokenRepo
 
 __all__ = [
@@ -178,6 +179,7 @@ class Store:
         self.grants = GrantRepo(db)
         self.confirmations = ConfirmationRepo(db)
         self.leases = LeaseRepo(db)
+        self.running = RunningRepo(db)
         self.tokens = TokenRepo(db)
         self.audit = AuditRepo(db)
         #: The per-user event bus (see `handrail.store.events`).

@@ -9,8 +9,9 @@ history it is about (if any), when it happened and its public data. The kinds
 ``ask.answered``    the ask was answered; data ``{toolCallId, action, kind, origin?}``
 ``ask.cancelled``   the ask was cancelled; data ``{toolCallId, action, kind, origin?, reason?}``
 ``ask.reminder``    an ask is still waiting and someone should be reminded; data ``{ask}``
-``turn.started``    a turn began running; data ``{}``
-``turn.progress``   what the running turn does now; data ``{phase, toolName?, toolCallId?}``
+``turn.started``    a turn began running; data ``{turnId}``
+``turn.progress``   what the running turn does now; data ``{turnId, phase, toolName?,
+                    toolCallId?}``
                     with phase ``thinking`` (a model step), ``tool`` (a tool runs) or
                     ``stopping`` (the person pressed Stop)
 ``turn.stopping``   Stop was pressed for the conversation (the process running its turn stops
@@ -19,8 +20,8 @@ history it is about (if any), when it happened and its public data. The kinds
                     another process; data ``{step, key}``: ``find`` (who holds ``key``?),
                     ``held`` (this process does), ``answered`` (the answer is stored: go on),
                     ``released`` (the ask was cancelled: release the call)
-``turn.finished``   the turn ended; data ``{title?, pendingToolCallId?, stopped?}``
-``turn.failed``     the turn ended with an error; data ``{error}`` (text meant for the person)
+``turn.finished``   the turn ended; data ``{turnId, title?, pendingToolCallId?, stopped?}``
+``turn.failed``     the turn ended with an error; data ``{turnId, error}`` (words for the person)
 ``history.created`` a conversation was made; data ``{title, agent}``
 ``history.renamed`` its title changed; data ``{title}``
 ``history.deleted`` it was deleted; data ``{}``

@@ -39,6 +39,7 @@ __all__ = [
     "open_gates",
     "permissions",
     "requests",
+    "running_turns",
 ]
 
 #: Constraint names are fixed, so migrations can name them on every backend.
@@ -249,6 +250,23 @@ turn_leases = Table(
     Column("state", JSONData, nullable=False),
     Column("created", UTCDateTime, nullable=False),
     Index(None, "until"),
+)
+
+#: The turns running now, in any process, and what each does (its last ``turn.progress``): the
+#: history view shows it. The process that runs the turn keeps its row and renews `until`; a
+#: row whose `until` passed belongs to a process that stopped, and is read as not running.
+running_turns = Table(
+    "running_turns",
+    metadata,
+    Column("history_id", String(ID), primary_key=True),
+    Column("turn_id", String(ID), nullable=False),
+    Column("owner", String(NAME), nullable=False),
+    Column("phase", String(32), nullable=False),
+    Column("tool_name", Text, nullable=True),
+    Column("tool_call_id", String(NAME), nullable=True),
+    Column("since", UTCDateTime, nullable=False),
+    Column("until", UTCDateTime, nullable=False),
+    Index(None, "owner"),
 )
 
 #: Connections an admin saved while the server runs (MCP servers, HTTP action sets). `app` is a

@@ -1,0 +1,156 @@
+"""What the turns running now do, for a conversation opened mid-turn: the history view's
+``running: {turnId, phase, tool?, since}`` (or ``null``).
+
+`RunningBoard` keeps the state of this process's turns as they go (started, each
+``turn.progress``, ended). On PostgreSQL, where other processes serve the same conversations,
+it also keeps it in the database (`handrail.store.running`): a writer task writes what changed
+since its last write in one transaction (so a turn never waits for it, and a phase that lasted
+less than one write costs nothing), and renews this process's rows every third of the lease
+time with one statement. A conversation's state is this process's own when the turn runs here,
+else the database's row, unless that row lapsed (its process stopped: read as not running).
+On SQLite there is one process, and the board is all there is, as with the event bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from .._util import utc_now
+from ..store.running import RunningTurn
+from .turn import Turn
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+__all__ = ["STARTING", "RunningBoard"]
+
+log = logging.getLogger("handrail.runtime")
+
+#: The phase of a turn before its first ``turn.progress`` event.
+STARTING: Final = "starting"
+
+
+class RunningBoard:
+    """The running turns of one runtime, and the reads of every process's."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._local: dict[str, RunningTurn] = {}
+        self._dirty: set[str] = set()
+        self._wake = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._closing = False
+        self._last_renewal = utc_now()
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may serve the same conversations (PostgreSQL)."""
+        return self.runtime.store.db.backend == "postgresql"
+
+    # --------------------------------------------------------------------------- changes
+
+    def started(self, turn: Turn) -> None:
+        self._set(turn, {"phase": STARTING})
+
+    def progressed(self, turn: Turn, progress: dict[str, Any]) -> None:
+        """Record what `turn` does now (the data of its ``turn.progress`` event)."""
+        turn.progress = progress
+        if turn.history_id in self._local:
+            self._set(turn, progress)
+
+    def ended(self, turn: Turn) -> None:
+        held = self._local.get(turn.history_id)
+        if held is not None and held.turn_id == turn.id:
+            del self._local[turn.history_id]
+            self._changed(turn.history_id)
+
+    def _set(self, turn: Turn, progress: dict[str, Any]) -> None:
+        now = utc_now()
+        tool = progress.get("toolName")
+        call = progress.get("toolCallId")
+        self._local[turn.history_id] = RunningTurn(
+            history_id=turn.history_id,
+            turn_id=turn.id,
+            owner=self.runtime.owner,
+            phase=str(progress.get("phase", STARTING)),
+            since=now,
+            until=self._until(now),
+            tool_name=tool if isinstance(tool, str) else None,
+            tool_call_id=call if isinstance(call, str) else None,
+        )
+        self._changed(turn.history_id)
+
+    def _changed(self, history_id: str) -> None:
+        if not self.shared:
+            return
+        self._dirty.add(history_id)
+        self._wake.set()
+        if self._writer is None and not self._closing:
+            self._writer = asyncio.create_task(self._write_forever(), name="handrail-running")
+
+    # --------------------------------------------------------------------------- reads
+
+    async def of(self, history_id: str) -> RunningTurn | None:
+        """The conversation's running turn, from whichever process runs it (None: none)."""
+        here = self._local.get(history_id)
+        if here is not None or not self.shared:
+            return here
+        found = await self.runtime.store.running.get(history_id, now=utc_now())
+        if found is not None and found.owner == self.runtime.owner:
+            return None  # this process's turn that ended, its row not removed yet
+        return found
+
+    # --------------------------------------------------------------------------- writing
+
+    def _until(self, now: dt.datetime) -> dt.datetime:
+        return now + dt.timedelta(seconds=self.runtime.lease_s)
+
+    async def _write_forever(self) -> None:
+        every = self.runtime.lease_s / 3
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), every)
+            self._wake.clear()
+            if self._closing:
+                return
+            try:
+                await self._write()
+            except Exception:
+                log.warning("could not record the running turns", exc_info=True)
+
+    async def _write(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        put = [self._local[h] for h in dirty if h in self._local]
+        drop = [h for h in dirty if h not in self._local]
+        try:
+            await self.runtime.store.running.flush(self.runtime.owner, put, drop)
+        except BaseException:
+            self._dirty |= dirty  # written with the next change, or the next renewal
+            raise
+        now = utc_now()
+        due = now - self._last_renewal >= dt.timedelta(seconds=self.runtime.lease_s / 3)
+        if due and self._local:
+            self._last_renewal = now
+            await self.runtime.store.running.renew(
+                self.runtime.owner, until=self._until(now), now=now
+            )
+
+    async def aclose(self) -> None:
+        """Stop the writer (once its write in progress ends: a store write is not cut
+        short); the rows of this process's turns are removed."""
+        self._closing = True
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        self._wake.set()
+        await writer
+        self._dirty |= set(self._local)
+        self._local.clear()
+        try:
+            await self._write()
+        except Exception:
+            log.warning("could not remove the running turns", exc_info=True)
