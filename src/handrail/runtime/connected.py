@@ -24,31 +24,23 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from .._util import iso, new_id, utc_now
-from ..actions import ActionConfigError, ActionSet, ActionTool, load_action_set
+from ..actions import ActionSet, ActionTool
 from ..connections import (
-    AppDefinition,
     Catalog,
-    CatalogProblem,
     ListedTool,
     McpCallFailed,
-    McpLaunch,
     McpLink,
     MissingValue,
     SecretBox,
     SecretsUnreadable,
-    fill_launch,
-    model_name,
     tool_prefix,
 )
-from ..connections.approvals import check_approvals, tool_rules
-from ..connections.catalog import PROTOCOL_MODES, SECRET_TYPES, check_refs
+from ..connections.approvals import check_approvals
 from ..connections.instructions import (
     InstructionSource,
     check_setting,
@@ -56,9 +48,6 @@ from ..connections.instructions import (
     template_setting,
 )
 from ..connections.oauth import OAUTH_SECRET, OAuthLink, OAuthSaved, SignIn, SignIns
-from ..connections.values import missing_required
-from ..errors import ConfigError, Conflict, InvalidRequest, NotFound
-from ..policy import SAFETY_CLASSES, SafetyClass, ToolHints, classify
 from ..store import Store
 from ..store.connections import (
     ActivityRecord,
@@ -68,9 +57,30 @@ from ..store.connections import (
     PrefixTaken,
 )
 from ..store.paging import Page, Position
-from .agent import _EFFECT_HINTS, Agent, SourcedSets, _run_by_the_runtime
-from .elicitation import call_mcp_tool
-from .tools import Tool, ToolError, ToolSet
+from .agent import Agent, SourcedSets
+from .connection_checks import (
+    CREATE_FIELDS,
+    CUSTOM,
+    ConnectionReadOnly,
+    ConnectionUnknown,
+    InvalidConnection,
+    NameTaken,
+    NoInstructionsTemplate,
+    UnknownApp,
+    agent_names,
+    app_definition,
+    checked_overrides,
+    checked_secrets,
+    checked_settings,
+    custom_launch,
+    invalid,
+    name_taken,
+    public_changes,
+    timeout_of,
+)
+from .connection_launch import action_set_of, authorizes, mcp_launch, sentence
+from .connection_tools import ConnectionTool, action_tools, managed_values, mcp_tools
+from .tools import ToolSet
 from .turn import Principal
 
 __all__ = [
@@ -93,35 +103,6 @@ DEFAULT_CALL_TIMEOUT: Final = 60.0
 #: How often a process reads which connections other processes saved, changed or removed.
 SYNC_EVERY: Final = 2.0
 NAME_MAX: Final = 80
-#: How the action set compiler says a secret is missing (it speaks of the environment).
-_SECRET_MISSING: Final = re.compile(
-    r"the environment variable ([A-Za-z_][A-Za-z0-9_]*) is not set; set it to [^\n(]*"
-)
-CUSTOM: Final = "custom"
-
-
-class InvalidConnection(InvalidRequest):
-    """A connection's settings cannot be used; ``fields`` names each."""
-
-
-class UnknownApp(InvalidRequest):
-    """``app`` names no definition of the catalog."""
-
-
-class NameTaken(Conflict):
-    """Another connection's tools would start with the same prefix (names too much alike)."""
-
-
-class ConnectionReadOnly(Conflict):
-    """A connection from the configuration file: change the file, not the connection."""
-
-
-class NoInstructionsTemplate(Conflict):
-    """The connection's app has no instructions template to reset to."""
-
-
-class ConnectionUnknown(NotFound):
-    """No connection (saved or configured) has that id."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,34 +112,6 @@ class Signer:
 
     user_id: str
     redirect_uri: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectionTool(Tool):
-    """A tool of a saved connection: its server's own name, and the class an admin fixed for
-    it (None: its hints decide)."""
-
-    server_name: str = ""
-    fixed_class: SafetyClass | None = None
-    #: Goes on with a call that paused on an elicitation: ``(arguments, state, answer)``.
-    resume: (
-        Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]] | None
-    ) = field(default=None, compare=False, repr=False)
-    #: Arguments filled from the connection's settings (its app's ``managedArguments``): left
-    #: out of the schema the model sees, set after the caller's arguments.
-    managed: Mapping[str, str] = field(default_factory=dict)
-
-    def project(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return {**arguments, **self.managed}
-
-    @property
-    def safety_class(self) -> SafetyClass:
-        return self.safety(True)
-
-    def safety(self, trusted: bool = True) -> SafetyClass:
-        if self.fixed_class is not None:
-            return self.fixed_class
-        return classify(self.hints, trusted=trusted)
 
 
 @dataclass(kw_only=True)
@@ -329,9 +282,9 @@ class ConnectionHub:
             await self._start_actions(live)
             return
         try:
-            launch, secrets, oauth_text = self._launch_of(record)
+            launch, secrets, oauth_text = mcp_launch(record, self.catalog, self.secrets)
         except (MissingValue, SecretsUnreadable) as exc:
-            await self._set_status(live, "error", _sentence(str(exc)))
+            await self._set_status(live, "error", sentence(str(exc)))
             return
 
         async def changed(link: McpLink) -> None:
@@ -340,7 +293,7 @@ class ConnectionHub:
                 await self._link_status(live, link)
 
         oauth: OAuthLink | None = None
-        if launch.transport == "http" and launch.url and not _authorizes(launch.headers):
+        if launch.transport == "http" and launch.url and not authorizes(launch.headers):
 
             async def save(saved: OAuthSaved) -> None:
                 await self._save_oauth(live, saved)
@@ -411,111 +364,22 @@ class ConnectionHub:
         of those names, never the server's environment."""
         record = live.record
         definition = self.catalog.get(record.app)
-        file = definition.actions if definition is not None else None
-        if file is None and record.launch is not None and record.launch.get("actions"):
-            file = Path(str(record.launch["actions"]))
-        if file is None:
-            await self._set_status(live, "error", "The connection names no action set file.")
+        action_set = action_set_of(record, definition, self.secrets)
+        if isinstance(action_set, str):
+            await self._set_status(live, "error", action_set)
             return
-        try:
-            secrets = self.secrets.open(record.secrets)
-        except SecretsUnreadable as exc:
-            await self._set_status(live, "error", _sentence(str(exc)))
-            return
-        secrets.pop(OAUTH_SECRET, None)
-        try:
-            action_set = load_action_set(file, env=secrets)
-        except ActionConfigError as exc:
-            problems = _SECRET_MISSING.sub(
-                r"the secret \1 is not set on this connection; set it in the connection's secrets",
-                str(exc),
-            )
-            await self._set_status(
-                live, "error", f"The action set {file.name} has problems: {problems}".strip()
-            )
-            return
-        except ConfigError as exc:
-            await self._set_status(live, "error", _sentence(str(exc)))
-            return
-        base_url = record.settings.get("baseUrl") or action_set.base_url
-        action_set = dataclasses.replace(
+        built = action_tools(
+            record,
             action_set,
-            id=record.id,
-            name=record.name,
-            trusted=record.trusted,
-            base_url=base_url.rstrip("/"),
-            secrets=secrets,
+            taken=self._static_names(),
+            managed=managed_values(definition, record),
         )
-        taken = self._static_names()
-        tools: list[Tool] = []
-        live.actions = {}
-        live.clashes = []
-        listing: list[dict[str, Any]] = []
-        managed = self._managed_values(record)
-        for action in action_set.tools.values():
-            name = model_name(record.prefix, action.name)
-            hints = _EFFECT_HINTS[action.effect]
-            listing.append(
-                {
-                    "name": action.name,
-                    "title": action.title,
-                    "description": action.description,
-                    "inputSchema": dict(action.input_schema),
-                    "annotations": hints.to_annotations(),
-                }
-            )
-            if name in taken:
-                live.clashes.append(
-                    f"its tool {action.name} would be called {name}, which is the name of a "
-                    f"tool of {taken[name]}: rename the connection"
-                )
-                continue
-            override = record.overrides.get(action.name)
-            schema, filled = _without_managed(action.input_schema, managed)
-            action = dataclasses.replace(
-                action, rules=tool_rules(record.approvals, action.name, action.rules)
-            )
-            tools.append(
-                ConnectionTool(
-                    name=name,
-                    title=action.title,
-                    description=action.description,
-                    input_schema=schema,
-                    function=_run_by_the_runtime,
-                    hints=hints,
-                    server_name=action.name,
-                    fixed_class=cast(SafetyClass, override) if override else None,
-                    managed=filled,
-                    rules=action.rules,
-                )
-            )
-            live.actions[name] = (action_set, action)
-        live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
-        live.record = dataclasses.replace(record, tools=listing, server_instructions=None)
+        live.actions, live.clashes = built.actions, built.clashes
+        live.tool_set = ToolSet(record.id, record.name, tools=built.tools, trusted=record.trusted)
+        live.record = dataclasses.replace(record, tools=built.listing, server_instructions=None)
         self._changed()
         message = "; ".join(live.clashes) if live.clashes else None
         await self._set_status(live, "error" if message else "connected", message, listed=True)
-
-    def _launch_of(self, record: ConnectionRecord) -> tuple[McpLaunch, dict[str, str], str | None]:
-        secrets = self.secrets.open(record.secrets)
-        oauth = secrets.pop(OAUTH_SECRET, None)
-        if record.app == CUSTOM:
-            launch = _launch_from_json(record.launch or {}, record.kind, record.protocol)
-        else:
-            definition = self.catalog.get(record.app)
-            if definition is None or definition.mcp is None:
-                raise MissingValue(
-                    f"the app {record.app!r} is not in the catalog any more; add its "
-                    "definition back, or remove this connection"
-                )
-            missing = missing_required(definition, record.settings, secrets)
-            if missing:
-                raise MissingValue(
-                    f"the required settings {', '.join(missing)} are not set; set them on the "
-                    "connection"
-                )
-            launch = dataclasses.replace(definition.mcp, protocol=record.protocol)  # type: ignore[arg-type]
-        return fill_launch(launch, record.settings, secrets), secrets, oauth
 
     async def _listed(
         self, live: _Live, tools: Sequence[ListedTool], instructions: str | None
@@ -558,59 +422,14 @@ class ConnectionHub:
     def _build_tool_set(self, live: _Live) -> None:
         """The tools of a listed connection, named for the model, with their classes."""
         record = live.record
-        link = live.link
-        taken = self._static_names()
-        tools: list[Tool] = []
-        live.clashes = []
-        seen: dict[str, str] = {}
-        managed = self._managed_values(record)
-        for data in record.tools:
-            listed = ListedTool.from_json(data)
-            name = model_name(record.prefix, listed.name)
-            if name in taken:
-                live.clashes.append(
-                    f"its tool {listed.name} would be called {name}, which is the name of a tool "
-                    f"of {taken[name]}: rename the connection"
-                )
-                continue
-            if name in seen:
-                live.clashes.append(
-                    f"its tools {seen[name]} and {listed.name} would both be called {name}"
-                )
-                continue
-            seen[name] = listed.name
-            override = record.overrides.get(listed.name)
-            schema, filled = _without_managed(listed.input_schema, managed)
-            tools.append(
-                ConnectionTool(
-                    name=name,
-                    title=listed.title,
-                    description=_description(listed, record.name),
-                    input_schema=schema,
-                    function=_caller(link, listed.name, record.name, record.id, filled),
-                    hints=ToolHints.from_annotations(listed.annotations),
-                    server_name=listed.name,
-                    fixed_class=cast(SafetyClass, override) if override else None,
-                    resume=_resumer(link, listed.name, record.id, filled),
-                    managed=filled,
-                    rules=tool_rules(record.approvals, listed.name),
-                )
-            )
+        tools, live.clashes = mcp_tools(
+            record,
+            live.link,
+            taken=self._static_names(),
+            managed=managed_values(self.catalog.get(record.app), record),
+        )
         live.tool_set = ToolSet(record.id, record.name, tools=tools, trusted=record.trusted)
         self._changed()
-
-    def _managed_values(self, record: ConnectionRecord) -> dict[str, str]:
-        """The managed arguments of the connection's app whose settings are set: argument
-        name -> value."""
-        definition = self.catalog.get(record.app)
-        if definition is None:
-            return {}
-        out: dict[str, str] = {}
-        for managed in definition.managed_arguments:
-            value = record.settings.get(managed.config, "")
-            if value.strip():
-                out[managed.argument] = value
-        return out
 
     def _static_names(self) -> dict[str, str]:
         """Every tool name of the agents' own connections, with the connection's name."""
@@ -698,20 +517,20 @@ class ConnectionHub:
         """Save a new connection from a checked ``POST /connections`` body and start it (a
         server that requires signing in waits on `signer`'s sign-in)."""
         app = str(body["app"])
-        definition = self._definition(app)
+        definition = app_definition(self.catalog, app)
         kind = definition.kind if definition is not None else str(body.get("kind") or "")
         fields: dict[str, str] = {}
-        launch = self._custom_launch(body, kind, fields) if definition is None else None
+        launch = custom_launch(body, kind, fields) if definition is None else None
         if definition is not None:
             for key in ("kind", "mcp", "actions"):
                 if key in body:
                     fields[key] = f"is for custom connections only; the app {app} says it"
-        settings = self._settings(definition, body.get("settings") or {}, fields)
-        secrets = self._secret_values(definition, body.get("secrets") or {}, fields)
-        overrides = _overrides(body.get("overrides") or {}, fields)
+        settings = checked_settings(definition, body.get("settings") or {}, fields)
+        secrets = checked_secrets(definition, body.get("secrets") or {}, fields)
+        overrides = checked_overrides(body.get("overrides") or {}, fields)
         approvals, problems = check_approvals(body.get("approvals"), users=self.users)
         fields.update(problems)
-        agents = self._agent_names(body.get("agents"), fields)
+        agents = agent_names(body.get("agents"), {a.name for a in self._agents}, fields)
         name = str(body["name"]).strip()
         protocol = str(body.get("protocol") or (launch or {}).get("protocol") or "auto")
         instructions = None
@@ -722,7 +541,7 @@ class ConnectionHub:
             # A new connection adopts its app's current template, on.
             instructions = template_setting(definition.agent_instructions)
         if fields:
-            raise _invalid(fields)
+            raise invalid(fields)
         prefix = tool_prefix(name)
         self._check_prefix(prefix, name, None)
         now = utc_now()
@@ -743,7 +562,7 @@ class ConnectionHub:
             approvals=approvals,
             agent_instructions=instructions,
             status={"state": "starting", "toolCount": 0, "listedAt": None},
-            call_timeout=_timeout(body.get("timeout")),
+            call_timeout=timeout_of(body.get("timeout")),
             created=now,
             updated=now,
         )
@@ -755,7 +574,7 @@ class ConnectionHub:
             actor=principal.user_id,
             action="connection.created",
             subject=record.id,
-            changes=_public_changes(record, _CREATE_FIELDS),
+            changes=public_changes(record, CREATE_FIELDS),
         )
         async with self._lock:
             live = await self._restart(record, signer)
@@ -772,7 +591,7 @@ class ConnectionHub:
         """Apply a checked ``PATCH /connections/{id}`` body; the link starts again when what
         it runs on changed."""
         record = await self.record_of(connection_id)
-        definition = self._definition(record.app) if record.app != CUSTOM else None
+        definition = app_definition(self.catalog, record.app) if record.app != CUSTOM else None
         fields: dict[str, str] = {}
         changes: dict[str, Any] = {}
         if "name" in body:
@@ -786,7 +605,7 @@ class ConnectionHub:
                     merged.pop(key, None)
                 else:
                     merged[key] = value
-            changes["settings"] = self._settings(definition, merged, fields)
+            changes["settings"] = checked_settings(definition, merged, fields)
         if "secrets" in body:
             if definition is None and record.app != CUSTOM:
                 fields["secrets"] = "cannot be checked: the app is not in the catalog"
@@ -800,7 +619,7 @@ class ConnectionHub:
                     current.pop(key, None)
                 else:
                     current[key] = value
-            checked = self._secret_values(definition, current, fields)
+            checked = checked_secrets(definition, current, fields)
             changes["secrets"] = self.secrets.seal(
                 checked if signed_in is None else {**checked, OAUTH_SECRET: signed_in}
             )
@@ -808,9 +627,9 @@ class ConnectionHub:
         if "trusted" in body:
             changes["trusted"] = bool(body["trusted"])
         if "agents" in body:
-            changes["agents"] = self._agent_names(body["agents"], fields)
+            changes["agents"] = agent_names(body["agents"], {a.name for a in self._agents}, fields)
         if "overrides" in body:
-            changes["overrides"] = _overrides(body["overrides"] or {}, fields)
+            changes["overrides"] = checked_overrides(body["overrides"] or {}, fields)
         if "approvals" in body:
             listed = [str(t.get("name")) for t in record.tools] if record.tools else None
             # An action set's read-only actions run without a gate: no approver holds them.
@@ -826,7 +645,7 @@ class ConnectionHub:
         if "protocol" in body:
             changes["protocol"] = str(body["protocol"])
         if "timeout" in body:
-            changes["call_timeout"] = _timeout(body["timeout"])
+            changes["call_timeout"] = timeout_of(body["timeout"])
         if "agentInstructions" in body:
             setting, problems = check_setting(body["agentInstructions"])
             fields.update(problems)
@@ -835,9 +654,9 @@ class ConnectionHub:
             if record.app != CUSTOM:
                 fields["mcp"] = f"is for custom connections only; the app {record.app} says it"
             else:
-                changes["launch"] = self._custom_launch(body, record.kind, fields)
+                changes["launch"] = custom_launch(body, record.kind, fields)
         if fields:
-            raise _invalid(fields)
+            raise invalid(fields)
         if "prefix" in changes and changes["prefix"] != record.prefix:
             self._check_prefix(changes["prefix"], changes["name"], record.id)
         elif "prefix" in changes:
@@ -850,7 +669,7 @@ class ConnectionHub:
             actor=principal.user_id,
             action="connection.updated",
             subject=record.id,
-            changes=_public_changes(updated, changes, body=body),
+            changes=public_changes(updated, changes, body=body),
         )
         return await self._after_change(updated, changes, signer)
 
@@ -1001,125 +820,6 @@ class ConnectionHub:
 
     # --- checks ---------------------------------------------------------------------------------
 
-    def _definition(self, app: str) -> AppDefinition | None:
-        if app == CUSTOM:
-            return None
-        definition = self.catalog.get(app)
-        if definition is None:
-            raise UnknownApp(
-                f"No app of the catalog is named {app!r}; the apps are "
-                f"{', '.join(self.catalog.slugs) or 'none'}, or custom.",
-                fields={"app": f"must be one of {', '.join([*self.catalog.slugs, CUSTOM])}"},
-            )
-        return definition
-
-    def _custom_launch(
-        self, body: Mapping[str, Any], kind: str, fields: dict[str, str]
-    ) -> dict[str, Any] | None:
-        if kind == "actions":
-            file = body.get("actions")
-            if not isinstance(file, str) or not Path(file).is_file():
-                fields["actions"] = "is required: the path of an action set file on the server"
-                return None
-            return {"actions": file}
-        if kind not in ("mcp-stdio", "mcp-http"):
-            fields["kind"] = "a custom connection needs kind mcp-stdio, mcp-http or actions"
-            return None
-        mcp = body.get("mcp")
-        if not isinstance(mcp, Mapping):
-            fields["mcp"] = (
-                'is required: {"command", "args", "env"} for mcp-stdio, {"url", "headers"} for '
-                "mcp-http"
-            )
-            return None
-        problems = _FieldProblems(fields)
-        if kind == "mcp-stdio":
-            command = mcp.get("command")
-            if not isinstance(command, str) or not command.strip():
-                fields["mcp.command"] = "is required: the command that starts the server"
-                return None
-            for key in ("url", "headers"):
-                if key in mcp:
-                    fields[f"mcp.{key}"] = "is for mcp-http connections"
-            args = [str(a) for a in mcp.get("args") or []]
-            env = {str(k): str(v) for k, v in (mcp.get("env") or {}).items()}
-            check_refs(problems, "mcp.command", command, None, secrets_allowed=False)
-            for index, arg in enumerate(args):
-                check_refs(problems, f"mcp.args[{index}]", arg, None, secrets_allowed=False)
-            for key, value in env.items():
-                check_refs(problems, f"mcp.env.{key}", value, None, secrets_allowed=True)
-            return {"command": command.strip(), "args": args, "env": env}
-        url = mcp.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            fields["mcp.url"] = "is required: the server's streamable HTTP URL (http or https)"
-            return None
-        for key in ("command", "args", "env"):
-            if key in mcp:
-                fields[f"mcp.{key}"] = "is for mcp-stdio connections"
-        headers = {str(k): str(v) for k, v in (mcp.get("headers") or {}).items()}
-        check_refs(problems, "mcp.url", url, None, secrets_allowed=False)
-        for key, value in headers.items():
-            check_refs(problems, f"mcp.headers.{key}", value, None, secrets_allowed=True)
-        return {"url": url, "headers": headers}
-
-    def _settings(
-        self, definition: AppDefinition | None, values: Mapping[str, Any], fields: dict[str, str]
-    ) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for key, value in values.items():
-            where = f"settings.{key}"
-            if definition is not None:
-                declared = definition.field(key)
-                if declared is None:
-                    known = ", ".join(f.key for f in definition.config if not f.is_secret)
-                    fields[where] = f"is not a setting of {definition.slug}; the settings are " + (
-                        known or "none"
-                    )
-                    continue
-                if declared.type in SECRET_TYPES:
-                    fields[where] = f"is a {declared.type}: send it in secrets, not settings"
-                    continue
-                if declared.type == "url" and not str(value).startswith(("http://", "https://")):
-                    fields[where] = "must be an http(s) URL"
-                    continue
-            if not isinstance(value, str):
-                fields[where] = "must be text"
-                continue
-            out[key] = value
-        return out
-
-    def _secret_values(
-        self, definition: AppDefinition | None, values: Mapping[str, Any], fields: dict[str, str]
-    ) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for key, value in values.items():
-            where = f"secrets.{key}"
-            if definition is not None:
-                declared = definition.field(key)
-                if declared is None or not declared.is_secret:
-                    known = ", ".join(f.key for f in definition.config if f.is_secret)
-                    fields[where] = f"is not a secret of {definition.slug}; the secrets are " + (
-                        known or "none"
-                    )
-                    continue
-            if not isinstance(value, str) or not value:
-                fields[where] = "must be non-empty text"
-                continue
-            out[key] = value
-        return out
-
-    def _agent_names(self, value: Any, fields: dict[str, str]) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        known = {agent.name for agent in self._agents}
-        names = [str(v) for v in value]
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            fields["agents"] = (
-                f"names no agent: {', '.join(unknown)}; the agents are {', '.join(sorted(known))}"
-            )
-        return tuple(dict.fromkeys(names))
-
     def _check_prefix(self, prefix: str, name: str, own_id: str | None) -> None:
         for live in self._live.values():
             if live.record.prefix == prefix and live.record.id != own_id:
@@ -1133,189 +833,4 @@ class ConnectionHub:
                 (live.record for live in self._live.values() if live.record.prefix == prefix),
                 None,
             )
-        them = f"the connection {other.name!r} ({other.id})" if other else "another connection"
-        return NameTaken(
-            f"The name {name!r} makes the tools' names start with {prefix}_, as those of {them} "
-            "do; choose a name that differs in its letters or digits.",
-            code="CONNECTION_NAME_TAKEN",
-            fields={"name": f"its tools would clash with those of {them}"},
-        )
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-class _FieldProblems:
-    """`check_refs`'s problem sink, writing into a route's ``fields``."""
-
-    def __init__(self, fields: dict[str, str]) -> None:
-        self.fields = fields
-
-    def add(self, path: str, message: str, fix: str) -> None:
-        self.fields.setdefault(path, f"{message}; {fix}")
-
-
-def _invalid(fields: Mapping[str, str]) -> InvalidConnection:
-    return InvalidConnection(
-        "The connection cannot be saved as it is. See fields.",
-        code="body-validation-failed",
-        fields=dict(sorted(fields.items())),
-    )
-
-
-def _overrides(value: Mapping[str, Any], fields: dict[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for tool, safety in value.items():
-        if safety not in SAFETY_CLASSES:
-            fields[f"overrides.{tool}"] = f"must be one of {', '.join(SAFETY_CLASSES)}"
-            continue
-        out[str(tool)] = str(safety)
-    return out
-
-
-def _timeout(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _launch_from_json(data: Mapping[str, Any], kind: str, protocol: str) -> McpLaunch:
-    mode = protocol if protocol in PROTOCOL_MODES else "auto"
-    if kind == "mcp-http":
-        return McpLaunch(
-            transport="http",
-            url=str(data.get("url") or ""),
-            headers=dict(data.get("headers") or {}),
-            protocol=mode,
-        )
-    return McpLaunch(
-        transport="stdio",
-        command=str(data.get("command") or ""),
-        args=tuple(data.get("args") or ()),
-        env=dict(data.get("env") or {}),
-        protocol=mode,
-    )
-
-
-def _authorizes(headers: Mapping[str, str]) -> bool:
-    """Whether the connection sends its own Authorization header (then it never signs in)."""
-    return any(key.lower() == "authorization" for key in headers)
-
-
-def _description(listed: ListedTool, connection: str) -> str:
-    text = (listed.description or listed.title or "").strip()
-    return text or f"The tool {listed.name} of {connection}."
-
-
-def _without_managed(
-    schema: Mapping[str, Any], managed: Mapping[str, str]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """A tool's input schema without the managed arguments it declares, and those arguments
-    with their values (a tool that declares none keeps its schema as it is)."""
-    properties = schema.get("properties")
-    if not managed or not isinstance(properties, Mapping):
-        return dict(schema), {}
-    filled = {name: value for name, value in managed.items() if name in properties}
-    if not filled:
-        return dict(schema), {}
-    out = dict(schema)
-    out["properties"] = {k: v for k, v in properties.items() if k not in filled}
-    required = schema.get("required")
-    if isinstance(required, list):
-        out["required"] = [r for r in required if r not in filled]
-    return out, filled
-
-
-def _caller(
-    link: McpLink | None,
-    tool: str,
-    connection: str,
-    connection_id: str,
-    managed: Mapping[str, str] | None = None,
-) -> Any:
-    fixed = dict(managed or {})
-
-    async def call(**arguments: Any) -> Any:
-        # Managed arguments go after the caller's: the connection's setting wins.
-        arguments = {**arguments, **fixed}
-        if link is None:
-            raise ToolError(
-                f"The connection {connection} has no server to call. Tell the user; an admin can "
-                "fix it in the connection's settings."
-            )
-        return await call_mcp_tool(link, tool, arguments, connection_id=connection_id)
-
-    call.__name__ = tool
-    return call
-
-
-def _resumer(
-    link: McpLink | None,
-    tool: str,
-    connection_id: str,
-    managed: Mapping[str, str] | None = None,
-) -> Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]] | None:
-    if link is None:
-        return None
-    fixed = dict(managed or {})
-
-    async def resume(
-        arguments: Mapping[str, Any], state: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> Any:
-        arguments = {**arguments, **fixed}  # the same call: managed arguments after
-        return await call_mcp_tool(
-            link, tool, arguments, connection_id=connection_id, resume=state, answer=answer
-        )
-
-    return resume
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    text = text[:1].upper() + text[1:]
-    return text if text.endswith(".") else text + "."
-
-
-_CREATE_FIELDS: Final = (
-    "app",
-    "name",
-    "kind",
-    "settings",
-    "trusted",
-    "agents",
-    "overrides",
-    "approvals",
-    "agent_instructions",
-)
-
-
-def _public_changes(
-    record: ConnectionRecord, changed: Iterable[str], *, body: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """What an activity record says changed: the new public values, and only the names of
-    the secrets set or removed (never a value)."""
-    out: dict[str, Any] = {}
-    for name in changed:
-        if name in ("secrets", "secret_keys", "prefix"):
-            continue
-        if name == "call_timeout":
-            out["timeout"] = record.call_timeout
-        elif name == "launch":
-            out["mcp"] = record.launch
-        elif name == "agents":
-            out["agents"] = None if record.agents is None else list(record.agents)
-        elif name == "agent_instructions":
-            out["agentInstructions"] = record.agent_instructions
-        else:
-            out[name] = getattr(record, name)
-    sent = (body or {}).get("secrets")
-    if isinstance(sent, Mapping):
-        out["secrets"] = {
-            "set": sorted(k for k, v in sent.items() if v is not None),
-            "removed": sorted(k for k, v in sent.items() if v is None),
-        }
-    elif body is None and record.secret_keys:
-        out["secrets"] = {"set": list(record.secret_keys), "removed": []}
-    return out
-
-
-def problems_json(problems: Sequence[CatalogProblem]) -> list[dict[str, Any]]:
-    return [p.to_json() for p in problems]
+        return name_taken(prefix, name, other)

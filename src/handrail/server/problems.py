@@ -55,7 +55,7 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
-from ..runtime.connected import (
+from ..runtime.connection_checks import (
     ConnectionReadOnly,
     ConnectionUnknown,
     InvalidConnection,
