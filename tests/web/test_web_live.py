@@ -8,9 +8,10 @@ is already waiting, since the server is shared by the session."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import httpx
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Response, expect
 from web_pages import App, command
 
 from demo_server import TOKENS, DemoServer
@@ -316,3 +317,52 @@ def test_a_permission_level_changes_in_place(app: App) -> None:
     )
     app.page.reload()
     expect(app.page.get_by_label("Level for Clock", exact=True)).to_have_value("non-consequential")
+
+
+def test_a_chat_opened_mid_turn_shows_its_progress_at_once(
+    app: App, browser: Browser, demo_server: DemoServer
+) -> None:
+    response = httpx.put(
+        f"{demo_server.url}/api/permissions/local:clock",
+        json={"level": "read-only"},
+        headers={"Authorization": f"Bearer {TOKENS['bob']}"},
+    )
+    assert response.status_code == 200, response.text
+    app.sign_in_as("bob")
+    _live(app.page)
+    app.say("a slow one next")
+    expect(app.reply()).to_contain_text("You said: a slow one next")
+    history_id = app.history_id()
+    app.say('call wait_a_while {"seconds": 60}')
+    expect(app.page.locator(".turn-progress")).to_contain_text("Running wait_a_while…")
+
+    # Another browser opens the conversation while the tool runs: the tool sends no more
+    # progress events for a minute, so what the line says comes from the history view.
+    other_context = browser.new_context()
+    try:
+        late = App(page=other_context.new_page(), base_url=app.base_url)
+        views: list[dict[str, Any]] = []
+
+        def record(response: Response) -> None:
+            if response.url.endswith(f"/api/histories/{history_id}") and response.ok:
+                views.append(response.json()["data"])
+
+        late.page.on("response", record)
+        late.sign_in_as("bob", f"/c/{history_id}")
+        progress = late.page.locator(".turn-progress")
+        expect(progress).to_be_visible()
+        expect(progress).to_contain_text("Running wait_a_while…")
+        assert views, "the page read the history view"
+        running = views[-1]["running"]
+        assert running["phase"] == "tool"
+        assert running["tool"]["toolName"] == "wait_a_while"
+        # And Stop works from there.
+        late.page.get_by_role("button", name="Stop").click()
+        expect(progress).to_be_hidden(timeout=10_000)
+        expect(app.page.locator(".turn-progress")).to_be_hidden(timeout=10_000)
+    finally:
+        other_context.close()
+    # Opened again now, nothing runs: no progress line.
+    app.page.reload()
+    expect(app.page.locator(".msg-user").last).to_contain_text("wait_a_while")
+    expect(app.page.locator(".turn-progress")).to_be_hidden()

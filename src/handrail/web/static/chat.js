@@ -12,13 +12,21 @@ import { MarkdownStream, renderMarkdown } from "./markdown.js";
 function progressText(progress) {
   if (!progress) return "Working…";
   if (progress.phase === "thinking") return "Thinking…";
-  if (progress.phase === "tool") return `Running ${progress.toolName}…`;
+  if (progress.phase === "tool" && progress.toolName) return `Running ${progress.toolName}…`;
   if (progress.phase === "stopping") return "Stopping…";
   return "Working…";
 }
 
 /** How long a search waits after the last key before it asks the server (ms). */
 const SEARCH_DELAY_MS = 250;
+
+/** The history view's `running` ({turnId, phase, tool?: {toolName, toolCallId}, since}) as
+ * the data of a turn.progress event. */
+function progressOf(running) {
+  const tool = running.tool;
+  const toolName = tool && typeof tool === "object" ? tool.toolName : tool;
+  return { phase: running.phase, toolName: toolName || undefined };
+}
 
 function lowerKeys(object) {
   return Object.fromEntries(Object.entries(object).map(([key, value]) => [key.toLowerCase(), value]));
@@ -631,6 +639,9 @@ export function chatPage(main, ctx) {
       notice(state.flash);
       state.flash = null;
     }
+    // Opened mid-turn: what the turn does now shows at once, not only from its next event.
+    if (history.running) showProgress(progressOf(history.running));
+    else if (!state.streaming && "running" in history) hideProgress();
     updateComposer();
   }
 
