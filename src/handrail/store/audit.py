@@ -81,7 +81,7 @@ def insert_audit(connection: Connection, records: list[ActivityRecord]) -> None:
     """Write `records` (inside the caller's transaction)."""
     if not records:
         return
-    _INSERT_AUDIT.run(
+    _INSERT_AUDIT.later(
         connection,
         [
             {
@@ -111,14 +111,14 @@ def write_open_gate(
     connection: Connection, history_id: str, owner_id: str, pending: PendingAsk | None
 ) -> None:
     """Make the history's open gate match its new pending ask (inside the transaction)."""
-    _DELETE_GATE.run(connection, {"gate_history_id": history_id})
+    _DELETE_GATE.later(connection, {"gate_history_id": history_id})
     if pending is None:
         return
     expires = parse_time(pending.expires_at)
     remind = parse_time(pending.remind_at)
     if expires is None and remind is None and not pending.approvers:
         return
-    _INSERT_GATE.run(
+    _INSERT_GATE.later(
         connection,
         {
             "history_id": history_id,

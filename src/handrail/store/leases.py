@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from handrail.errors import Conflict
 from handrail.store.db import Database, all_rows, first_row, row_count
@@ -52,6 +53,26 @@ _HOLD = Prepared(
         until=bindparam("until", type_=L.until.type),
         state=bindparam("state", type_=L.state.type),
         created=bindparam("created", type_=L.created.type),
+    )
+)
+
+
+_REPLACE = pg_insert(turn_leases).values(
+    history_id=bindparam("history_id", type_=L.history_id.type),
+    owner=bindparam("lease_owner", type_=L.owner.type),
+    until=bindparam("until", type_=L.until.type),
+    state=bindparam("state", type_=L.state.type),
+    created=bindparam("created", type_=L.created.type),
+)
+_UPSERT = Prepared(
+    _REPLACE.on_conflict_do_update(
+        index_elements=[L.history_id],
+        set_={
+            "owner": _REPLACE.excluded.owner,
+            "until": _REPLACE.excluded.until,
+            "state": _REPLACE.excluded.state,
+            "created": _REPLACE.excluded.created,
+        },
     )
 )
 
@@ -157,8 +178,11 @@ def lease_from(rows: Sequence[Mapping[str, Any]]) -> TurnLease | None:
 
 def write_lease(connection: Connection, lease: TurnLease) -> None:
     """Hold `lease` from now on, in the caller's transaction (replacing any other)."""
-    _DROP.run(connection, {"history_id": lease.history_id})
-    _HOLD.run(
+    postgresql = connection.dialect.name == "postgresql"
+    if not postgresql:
+        _DROP.run(connection, {"history_id": lease.history_id})
+    # On PostgreSQL one statement replaces the row: an upsert.
+    (_UPSERT if postgresql else _HOLD).later(
         connection,
         {
             "history_id": lease.history_id,
@@ -174,10 +198,14 @@ def release_lease(connection: Connection, history_id: str, owner: str | None = N
     """Remove the history's lease (only `owner`'s, when given: `LeaseLost` otherwise), in the
     caller's transaction."""
     if owner is None:
-        _DROP.run(connection, {"history_id": history_id})
+        _DROP.later(connection, {"history_id": history_id})
         return
-    if not _DROP_OWNED.run(connection, {"history_id": history_id, "lease_owner": owner}):
-        raise LeaseLost(history_id, owner)
+
+    def held(count: int) -> None:
+        if not count:
+            raise LeaseLost(history_id, owner)
+
+    _DROP_OWNED.later(connection, {"history_id": history_id, "lease_owner": owner}, held)
 
 
 def _lease(row: Mapping[Any, Any]) -> TurnLease:

@@ -21,9 +21,12 @@ the engine hides them, see `handrail.store.db`).
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from sqlalchemy import Connection
@@ -32,7 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 
-__all__ = ["Prepared"]
+__all__ = ["Prepared", "batched"]
 
 Params = Mapping[str, Any]
 Statement = Select[Any] | Insert | Update | Delete
@@ -93,6 +96,108 @@ def _slot(compiled: Compiled, name: str, processor: object) -> tuple[str, Any, P
     return bind.key, default, _single(processor)
 
 
+#: What a statement run `later` checks its row count with (it raises to fail the transaction).
+Check = Callable[[int], None]
+
+
+@dataclass(slots=True)
+class _Waiting:
+    plan: _Plan
+    args: tuple[Any, ...]
+    check: Check | None
+    table: str
+    inserts: bool
+
+
+@dataclass(slots=True)
+class _Batch:
+    waiting: list[_Waiting] = field(default_factory=list)
+
+    def clashes(self, table: str, inserts: bool, beside_inserts: bool) -> bool:
+        """Whether a statement on `table` must wait for the ones already here: the statements
+        of one batch see the same snapshot and none of each other's changes, so only inserts
+        into one table go together (and a statement `beside_inserts` with inserts)."""
+        return any(
+            w.table == table and not (w.inserts and (inserts or beside_inserts))
+            for w in self.waiting
+        )
+
+
+#: The open batches (`batched`), by connection.
+_BATCHES: weakref.WeakKeyDictionary[Connection, _Batch] = weakref.WeakKeyDictionary()
+
+#: A positional parameter of asyncpg's SQL (``$1``).
+_PARAMETER: Final = re.compile(r"\$(\d+)")
+
+
+@contextlib.contextmanager
+def batched(connection: Connection) -> Iterator[None]:
+    """Inside, the statements run with `Prepared.later` on PostgreSQL wait and go to the
+    database together, as one statement (each a data-modifying ``WITH`` part, its row count
+    counted) when the block ends, before any other `Prepared` statement on `connection`, or
+    before a statement on a table one of them changes (parts of one statement do not see each
+    other's changes; inserts into one table may share one). Their checks then run in order; one
+    that raises fails the transaction, so nothing is written. Elsewhere (SQLite, an engine with
+    ``echo``) `later` runs at once. Inside the block, run statements only through `Prepared`."""
+    if connection.engine.echo or connection.dialect.driver != "asyncpg" or connection in _BATCHES:
+        yield
+        return
+    batch = _BATCHES[connection] = _Batch()
+    try:
+        yield
+        _flush(connection, batch)
+    finally:
+        _BATCHES.pop(connection, None)
+
+
+def _flush(connection: Connection, batch: _Batch) -> None:
+    waiting, batch.waiting = batch.waiting, []
+    if not waiting:
+        return
+    if len(waiting) == 1:
+        counts = [_execute(connection, waiting[0].plan.sql, waiting[0].args, rows=False)]
+    else:
+        parts: list[str] = []
+        args: list[Any] = []
+        for n, item in enumerate(waiting):
+            parts.append(f"w{n} AS ({_shifted(item.plan.sql, len(args))} RETURNING 1)")
+            args.extend(item.args)
+        counted = ", ".join(f"(SELECT count(*) FROM w{n})" for n in range(len(waiting)))
+        sql = f"WITH {', '.join(parts)} SELECT {counted}"
+        counts = list(_execute(connection, sql, tuple(args), rows=True))
+    for item, count in zip(waiting, counts, strict=True):
+        if item.check is not None:
+            item.check(int(count))
+
+
+def _shifted(sql: str, offset: int) -> str:
+    """`sql` with its parameters ``$n`` numbered from ``offset + 1``."""
+    return _PARAMETER.sub(lambda match: f"${int(match.group(1)) + offset}", sql)
+
+
+def _execute(connection: Connection, sql: str, args: tuple[Any, ...], *, rows: bool) -> Any:
+    """`sql` on the asyncpg adapter's cursor: its first row (`rows`) or its row count."""
+    cursor = _adapter_cursor(connection)
+    try:
+        cursor.execute(sql, args)
+        return cursor.fetchall()[0] if rows else cursor.rowcount
+    except Exception as exc:
+        wrapped = _wrapped(connection, sql, exc)
+        if wrapped is None:
+            raise
+        raise wrapped from exc
+    finally:
+        cursor.close()
+
+
+def _adapter_cursor(connection: Connection) -> Any:
+    cursor: Any = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor._invalidate_schema_cache_asof = getattr(
+        connection.dialect, "_invalidate_schema_cache_asof", 0
+    )
+    return cursor
+
+
 class Prepared:
     """One statement, compiled once per dialect and run with the least work the driver
     allows. Every parameter must be a named `bindparam` (or a literal of the statement)."""
@@ -101,6 +206,57 @@ class Prepared:
 
     def __init__(self, statement: Statement) -> None:
         self.statement = statement
+
+    def later(
+        self,
+        connection: Connection,
+        params: Params | Sequence[Params],
+        check: Check | None = None,
+        *,
+        beside_inserts: bool = False,
+    ) -> None:
+        """Run a statement that changes rows and gives none, now or (inside `batched`) with
+        the statements batched with it; `check` gets how many rows it changed (all of a
+        list's parameter sets together) and raises to fail the transaction. With
+        `beside_inserts` it may go with inserts into its own table, whose rows it then does
+        not see: for a caller that gave those rows their final values itself."""
+        batch = _BATCHES.get(connection)
+        plan = None if batch is None else self._plan(connection.dialect)
+        statement = self.statement
+        if (
+            batch is None
+            or plan is None
+            or isinstance(statement, Select)
+            or "'" in plan.sql  # a literal could hold a "$1"
+            or "RETURNING" in plan.sql
+        ):
+            count = self.run(connection, params)
+            if check is not None:
+                check(count)
+            return
+        table = statement.table
+        name = str(getattr(table, "name", table))
+        inserts = isinstance(statement, Insert)
+        sets = [params] if isinstance(params, Mapping) else list(params)
+        if not sets:
+            if check is not None:
+                check(0)
+            return
+        if batch.clashes(name, inserts, beside_inserts):
+            _flush(connection, batch)
+        checks: list[Check | None] = [check] if len(sets) == 1 else [None] * len(sets)
+        if len(sets) > 1 and check is not None:
+            # One count for the list: the parts are summed by a check on the last one.
+            counts: list[int] = []
+
+            def part(count: int) -> None:
+                counts.append(count)
+                if len(counts) == len(sets):
+                    check(sum(counts))
+
+            checks = [part] * len(sets)
+        for one, each in zip(sets, checks, strict=True):
+            batch.waiting.append(_Waiting(plan, plan.positional(one), each, name, inserts))
 
     def _plan(self, dialect: Dialect) -> _Plan | None:
         """The compiled plan, or None when the driver is not one this module runs directly."""
@@ -137,14 +293,12 @@ class Prepared:
             driver = connection.connection.driver_connection
             assert isinstance(driver, sqlite3.Connection)
             return driver.cursor()
-        cursor: Any = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        cursor._invalidate_schema_cache_asof = getattr(
-            connection.dialect, "_invalidate_schema_cache_asof", 0
-        )
-        return cursor
+        return _adapter_cursor(connection)
 
     def all(self, connection: Connection, params: Params) -> list[dict[str, Any]]:
         """Every row the statement gives."""
+        if (batch := _BATCHES.get(connection)) is not None:
+            _flush(connection, batch)
         plan = None if connection.engine.echo else self._plan(connection.dialect)
         if plan is None:
             return [dict(row._mapping) for row in connection.execute(self.statement, params)]
@@ -153,7 +307,7 @@ class Prepared:
             cursor.execute(plan.sql, plan.positional(params))
             return plan.rows(cursor)
         except Exception as exc:
-            wrapped = _wrapped(connection, plan, exc)
+            wrapped = _wrapped(connection, plan.sql, exc)
             if wrapped is None:
                 raise
             raise wrapped from exc
@@ -168,6 +322,8 @@ class Prepared:
     def run(self, connection: Connection, params: Params | Sequence[Params]) -> int:
         """Run a statement that gives no rows, once or (with a list) once per parameter set;
         how many rows it changed."""
+        if (batch := _BATCHES.get(connection)) is not None:
+            _flush(connection, batch)
         plan = None if connection.engine.echo else self._plan(connection.dialect)
         if plan is None:
             if isinstance(params, Mapping):
@@ -181,7 +337,7 @@ class Prepared:
                 cursor.executemany(plan.sql, [plan.positional(p) for p in params])
             return int(cursor.rowcount)
         except Exception as exc:
-            wrapped = _wrapped(connection, plan, exc)
+            wrapped = _wrapped(connection, plan.sql, exc)
             if wrapped is None:
                 raise
             raise wrapped from exc
@@ -189,7 +345,7 @@ class Prepared:
             cursor.close()
 
 
-def _wrapped(connection: Connection, plan: _Plan, error: Exception) -> BaseException | None:
+def _wrapped(connection: Connection, sql: str, error: Exception) -> BaseException | None:
     """The asyncpg adapter's error as `Connection.execute` raises it: SQLAlchemy's exception of
     the same kind (`IntegrityError`, `OperationalError`, ...), its parameters hidden. None for
     any other error (``sqlite3``'s errors stay as they are)."""
@@ -197,7 +353,7 @@ def _wrapped(connection: Connection, plan: _Plan, error: Exception) -> BaseExcep
     if connection.dialect.driver == "pysqlite" or not isinstance(error, dbapi.Error):
         return None
     return DBAPIError.instance(
-        plan.sql,
+        sql,
         None,
         error,
         dbapi.Error,

@@ -69,7 +69,7 @@ def request_record(
 
 def insert_request(connection: Connection, record: RequestRecord) -> None:
     """Write `record` on `connection`."""
-    _INSERT.run(
+    _INSERT.later(
         connection,
         {
             "id": record.id,
