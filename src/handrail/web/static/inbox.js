@@ -37,6 +37,10 @@ const GATE_LABELS = {
 /** How long the search waits after the last key before it asks the server (ms). */
 const SEARCH_DELAY_MS = 250;
 
+/** The audit log's surface of an answer made here (the turn route's own default is
+ * "headless"). */
+const WEB = { headers: { "X-Handrail-Via": "web" } };
+
 /** Gates a bulk deny may answer: both take {action: "accept", content: {confirmed: false}}. */
 const DENIABLE = new Set(["approval", "confirmation"]);
 
@@ -117,9 +121,12 @@ export function inboxPage(main, ctx) {
       safetyClass: () => null,
       maxUploadBytes: Number.isInteger(ctx.info.maxUploadBytes) ? ctx.info.maxUploadBytes : null,
       answer: async (card, envelope) => {
-        const result = await api("POST", `/histories/${item.historyId}/turn`, {
-          askResponse: { toolCallId: item.toolCallId, ...envelope },
-        });
+        const result = await api(
+          "POST",
+          `/histories/${item.historyId}/turn`,
+          { askResponse: { toolCallId: item.toolCallId, ...envelope } },
+          WEB,
+        );
         card.resolve(envelope);
         said.textContent = result && result.text ? `Answered. The agent said: ${result.text}` : "Answered.";
         load();
@@ -316,9 +323,12 @@ export function inboxPage(main, ctx) {
     denySelected.disabled = true;
     const results = await Promise.allSettled(
       chosen.map((item) =>
-        api("POST", `/histories/${item.historyId}/turn`, {
-          askResponse: { toolCallId: item.toolCallId, action: "accept", content: { confirmed: false } },
-        }),
+        api(
+          "POST",
+          `/histories/${item.historyId}/turn`,
+          { askResponse: { toolCallId: item.toolCallId, action: "accept", content: { confirmed: false } } },
+          WEB,
+        ),
       ),
     );
     const failed = results.filter((r) => r.status === "rejected").length;
