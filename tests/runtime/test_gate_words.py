@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from jsonschema import Draft7Validator
 
@@ -18,7 +19,7 @@ from doubles import starting_notes
 from handrail.actions import ActionConfigError, compile_action_set
 from handrail.asks.schemas import SCHEMAS_FOLDER
 from handrail.demo.booking_api import booking_action_set, create_booking_app, serve_booking_api
-from handrail.errors import ConfigError, InvalidRequest
+from handrail.errors import ConfigError, InvalidRequest, UnknownButton
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
@@ -140,6 +141,53 @@ async def test_a_preview_too_long_for_the_card_offers_only_deny(booking: Chat) -
     assert_valid_card(card)
     # The full ask still shows the whole preview, and can be confirmed in the full app.
     assert ask["preview"]["notes"] == notes.strip()
+
+
+async def test_a_watch_never_confirms_a_preview_it_cannot_show(store: Store) -> None:
+    """The watch booking case: the card's approve button is not there to press (a crafted
+    ``buttonId: "approve"`` is refused and nothing is sent); its deny button denies; only the
+    full app's confirm books it, once."""
+    async with serve_booking_api(create_booking_app()) as base_url:
+        agent = Agent("concierge", action_sets=[booking_action_set(base_url)])
+        chat = Chat(Runtime(store=store, agents=agent, model=ScriptedModel()))
+        await store.permissions.set("alice", "booking", "non-consequential")
+        http = httpx.AsyncClient(base_url=base_url)
+
+        async def bookings() -> int:
+            stats = (await http.get("/stats")).json()["requests"]
+            return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
+
+        async def press(ask: dict[str, Any], button_id: str) -> list[dict[str, Any]]:
+            assert chat.history_id is not None
+            turn = await chat.runtime.start_button(
+                ALICE, chat.history_id, ask["toolCallId"], button_id, surface="compact"
+            )
+            return [e async for e in turn.stream()]
+
+        try:
+            notes = ("Please seat us by the window, we are celebrating a birthday " * 3).strip()
+            args = {"date": DATE, "time": "19:00", "notes": notes}
+            ask = ask_of(await chat.say("call book_slot " + compact(args)))
+            assert ask["simple"]["handoff"] is True
+            with pytest.raises(UnknownButton):
+                await press(ask, "approve")
+            assert await bookings() == 0
+            assert chat.history_id is not None
+            history = await store.histories.get(chat.history_id)
+            assert history is not None
+            assert history.pending_ask is not None
+            assert history.pending_ask.tool_call_id == ask["toolCallId"]
+            denied = await press(ask, "deny")
+            result = next(e["toolResult"] for e in denied if "toolResult" in e)["result"]
+            assert result == {"approved": False, "reason": "user_denied"}
+            assert await bookings() == 0
+            # Asked again, the full app (which shows the whole preview) confirms it once.
+            again = ask_of(await chat.say("call book_slot " + compact(args)))
+            await chat.answer(again, action="accept", content={"confirmed": True})
+            assert await bookings() == 1
+        finally:
+            await chat.runtime.aclose()
+            await http.aclose()
 
 
 async def test_a_selection_says_what_is_chosen(booking: Chat) -> None:
