@@ -1,0 +1,60 @@
+"""A confirmed call that then failed shows as failed, never as a success: the booking API
+refuses the confirmed booking (a queued 400 fault of the demo's booking API), and the chat's
+entry of the call reads "Failed", while the answered confirmation keeps showing what was
+confirmed (its preview)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import expect
+from web_pages import App
+
+from demo_server import TOKENS, DemoServer
+
+
+def _queue_refusal(demo_server: DemoServer) -> None:
+    """The booking API's next POST /bookings answers 400 (a client error: never retried)."""
+    fault = {"status": 400, "body": {"error": "The kitchen is closed.", "code": "CLOSED"}}
+    response = httpx.post(
+        demo_server.url + "/demo/booking/control",
+        json={"path": "/bookings", "next": [fault]},
+        headers={"Authorization": f"Bearer {TOKENS['admin']}"},
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["queued"]["/bookings"] == 1
+
+
+def test_a_confirmed_booking_the_api_refused_shows_as_failed(
+    app: App, demo_server: DemoServer
+) -> None:
+    demo_server.reset_policy("alice")
+    app.sign_in_as("alice")
+    app.start("Book a table")
+    permission = app.card(origin="permission")
+    permission.locator.get_by_role("radio", name="Allow read/write").check()
+    permission.click("Save and continue")
+    selection = app.card(origin="selection")
+    first_free = selection.locator.get_by_role("radio").first
+    expect(first_free).to_be_visible()
+    first_free.check()
+    label = str(first_free.evaluate("box => box.labels[0].textContent"))
+    chosen = re.search(r"\d\d:\d\d", label)
+    assert chosen, label
+    selection.click("Submit")
+    confirmation = app.card(origin="confirmation")
+    expect(confirmation.locator.locator("table.preview")).to_contain_text(chosen.group(0))
+    _queue_refusal(demo_server)
+    confirmation.click("Confirm")
+    expect(app.reply()).to_contain_text("book_slot failed:")
+    expect(app.reply()).to_contain_text('"status":"error"')
+    # The call's own entry says it failed, never that it returned.
+    entry = app.page.locator("details.msg.tool").last
+    expect(entry).to_have_class(re.compile(r"\btool-error\b"))
+    expect(entry).to_contain_text("Failed")
+    expect(entry).not_to_contain_text("Returned")
+    # The answered confirmation still shows what was confirmed.
+    confirmation.expect_summary("Confirmed: Confirm")
+    expect(confirmation.locator.locator("table.preview")).to_contain_text(chosen.group(0))
