@@ -22,17 +22,16 @@ What reaches the caller:
 
 The server's ``instructions`` are kept (`McpLink.instructions`) for admins to read; nothing here
 puts them into a prompt.
+
+The pieces live beside it: `mcp_tools` (the listing), `mcp_outcome` (a call's result),
+`mcp_parked` (legacy calls waiting on an answer here) and `mcp_stderr` (a stdio server's log).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import io
 import logging
-import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +49,18 @@ from .._util import new_id, storable, storable_text
 from ..errors import HandrailError
 from .catalog import McpLaunch
 from .elicitation import ElicitationRequest
+from .mcp_outcome import IMAGE_MAX_BYTES, CallOutcome, McpFile, outcome_of
+from .mcp_parked import (
+    PARK_MAX,
+    PARKED,
+    Parked,
+    ParkedCallGone,
+    drop_result,
+    parked_here,
+    release_parked,
+)
+from .mcp_stderr import StderrLog
+from .mcp_tools import HINTS_META_KEY, ListedTool, list_tools
 from .oauth import AuthorizationNeeded, OAuthLink, SignIn, SignInFailed
 from .secrets import mask
 
@@ -71,15 +82,6 @@ __all__ = [
 
 log = logging.getLogger("handrail.connections")
 
-#: The ``_meta`` key under which a server may state a tool's WebMCP hints.
-HINTS_META_KEY: Final = "handrail/hints"
-_META_HINTS: Final = ("consequentialHint", "untrustedContentHint", "skill")
-_ANNOTATIONS: Final = (
-    ("read_only_hint", "readOnlyHint"),
-    ("destructive_hint", "destructiveHint"),
-    ("idempotent_hint", "idempotentHint"),
-    ("open_world_hint", "openWorldHint"),
-)
 CONNECTION_CLOSED: Final = -32000
 REQUEST_TIMEOUT: Final = -32001
 #: The longest wait between two attempts to start a server again.
@@ -87,79 +89,12 @@ BACKOFF_MAX: Final = 30.0
 BACKOFF_FIRST: Final = 0.5
 #: Seconds to connect (and list the tools) before the attempt counts as failed.
 CONNECT_TIMEOUT: Final = 30.0
-LIST_PAGES_MAX: Final = 20
 #: The most rounds of input a 2026-07-28 server may ask for in one call (the SDK's default).
 INPUT_ROUNDS_MAX: Final = 10
-#: The longest a legacy call waits, parked, for a person's answer before it is cancelled.
-PARK_MAX: Final = 24 * 3600.0
 _STATE_ONLY_WAIT: Final = 0.05
-#: The longest human title of a tool (as a Python tool's ``title``).
-TITLE_MAX: Final = 80
-#: The largest image of a tool result shown to the model (a provider's own limit).
-IMAGE_MAX_BYTES: Final = 5 * 1024 * 1024
-_IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 LinkState = Literal["starting", "connected", "error", "closed"]
 FailureCode = Literal["TOOL_SERVER_ERROR", "TOOL_TIMEOUT", "TOOL_CONNECTION_ERROR"]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ListedTool:
-    """A tool as its server lists it."""
-
-    name: str
-    description: str | None
-    input_schema: Mapping[str, Any]
-    annotations: Mapping[str, Any]
-    title: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "inputSchema": dict(self.input_schema),
-            "annotations": dict(self.annotations),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ListedTool:
-        return cls(
-            name=str(data["name"]),
-            title=data.get("title"),
-            description=data.get("description"),
-            input_schema=dict(data.get("inputSchema") or {"type": "object"}),
-            annotations=dict(data.get("annotations") or {}),
-        )
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class McpFile:
-    """An image of a tool result, for the model to see with it."""
-
-    filename: str
-    mime_type: str
-    data: bytes = field(repr=False)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CallOutcome:
-    """A tool's result for the model, and whether the server marked it an error; `files` are
-    the result's images, shown to the model with it."""
-
-    content: Any
-    is_error: bool = False
-    files: tuple[McpFile, ...] = ()
-
-    @property
-    def error_text(self) -> str:
-        if isinstance(self.content, str):
-            return self.content
-        parts = self.content.get("content", []) if isinstance(self.content, dict) else []
-        texts = [
-            p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
-        ]
-        return "\n".join(t for t in texts if t) or "The tool reported an error."
 
 
 class McpCallFailed(HandrailError):
@@ -182,54 +117,10 @@ class ElicitationNeeded(HandrailError):
         self.resume = resume
 
 
-#: Every legacy call parked in this process, by id, with its link.
-_PARKED: Final[dict[str, McpLink]] = {}
-
-
-def parked_here(resume: Mapping[str, Any]) -> bool:
-    """Whether the call of `resume` can go on in this process: a 2026-07-28 call always can;
-    a legacy call only while it is parked here, waiting for its answer."""
-    if resume.get("protocol") != "legacy":
-        return True
-    link = _PARKED.get(str(resume.get("parked")))
-    return link is not None and link.is_parked(resume)
-
-
-def release_parked(resume: Mapping[str, Any]) -> None:
-    """Cancel the question of a legacy call parked here (its ask was cancelled)."""
-    link = _PARKED.get(str(resume.get("parked")))
-    if link is not None:
-        link.release(resume)
-
-
-class ParkedCallGone(HandrailError):
-    """The legacy call an answer is for is not parked in this process (it restarted, or the
-    server stopped meanwhile)."""
-
-
 @dataclass(kw_only=True)
 class _Attempt:
     client: Client | None = None
     lost: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@dataclass(kw_only=True, eq=False)
-class _Parked:
-    """A legacy call whose server asked for input: the SDK call goes on in `task`, its
-    elicitation waits on `waiting`, and the call's timeout stops while it waits."""
-
-    id: str
-    tool: str
-    #: The call's timeout, and what is left of it.
-    limit: float
-    remaining: float
-    task: asyncio.Task[Any] | None = None
-    asked: asyncio.Queue[tuple[types.ElicitRequestParams, asyncio.Future[Any]]] = field(
-        default_factory=asyncio.Queue
-    )
-    waiting: asyncio.Future[Any] | None = None
-    #: Whether a turn waits for the call now (`McpLink._wait_parked`).
-    watched: bool = False
 
 
 class McpLink:
@@ -278,8 +169,8 @@ class McpLink:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.restarts = 0
-        #: Legacy calls open in this process, by id (see `_Parked`).
-        self._open: dict[str, _Parked] = {}
+        #: Legacy calls open in this process, by id (see `Parked`).
+        self._open: dict[str, Parked] = {}
 
     # --- life --------------------------------------------------------------------------------
 
@@ -406,7 +297,7 @@ class McpLink:
 
     async def _connected(self, attempt: _Attempt) -> None:
         """One connection: connect, list, serve calls until it is lost or closed."""
-        errlog = _StderrLog(self.name, self._secrets) if self.launch.transport == "stdio" else None
+        errlog = StderrLog(self.name, self._secrets) if self.launch.transport == "stdio" else None
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = Client(
@@ -426,7 +317,7 @@ class McpLink:
                     errlog.spawned()
                 self.instructions = client.instructions
                 async with asyncio.timeout(self.connect_timeout):
-                    self.tools = await _list_all(client)
+                    self.tools = await list_tools(client)
                 self.listed = True
                 attempt.client = client
                 self._set("connected", None)
@@ -438,7 +329,7 @@ class McpLink:
             if errlog is not None:
                 errlog.close()
 
-    def _server(self, errlog: _StderrLog | None, stack: contextlib.AsyncExitStack) -> Any:
+    def _server(self, errlog: StderrLog | None, stack: contextlib.AsyncExitStack) -> Any:
         launch = self.launch
         if launch.transport == "stdio":
             assert launch.command is not None
@@ -501,7 +392,7 @@ class McpLink:
             raise McpCallFailed(self._unavailable_text(), code="TOOL_CONNECTION_ERROR")
         try:
             async with asyncio.timeout(self.connect_timeout):
-                self.tools = await _list_all(client)
+                self.tools = await list_tools(client)
         except Exception as exc:
             self._lose()
             raise McpCallFailed(self._failure_text(exc), code="TOOL_CONNECTION_ERROR") from None
@@ -517,13 +408,13 @@ class McpLink:
         limit = self.call_timeout if timeout is None else timeout
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await self._rounds(client, tool, dict(arguments), limit, {"round": 0})
-        parked = _Parked(id=new_id(), tool=tool, limit=limit, remaining=limit)
+        parked = Parked(id=new_id(), tool=tool, limit=limit, remaining=limit)
         parked.task = asyncio.create_task(
             client.call_tool(tool, dict(arguments), read_timeout_seconds=PARK_MAX + limit),
             name=f"handrail-mcp-call-{tool}",
         )
         self._open[parked.id] = parked
-        _PARKED[parked.id] = self
+        PARKED[parked.id] = self
         parked.task.add_done_callback(lambda _task: self._closed_call(parked))
         return await self._wait_parked(parked)
 
@@ -571,7 +462,7 @@ class McpLink:
             parked.waiting.set_result(types.ElicitResult(action="cancel"))
         parked.waiting = None
         if parked.task is not None and not parked.task.done():
-            parked.task.add_done_callback(_drop_result)
+            parked.task.add_done_callback(drop_result)
 
     async def _client(self) -> Client:
         if self.state == "starting":
@@ -581,7 +472,7 @@ class McpLink:
             raise McpCallFailed(self._unavailable_text(), code="TOOL_CONNECTION_ERROR")
         return client
 
-    def _closed_call(self, parked: _Parked) -> None:
+    def _closed_call(self, parked: Parked) -> None:
         """A legacy call ended: an answer it waited for can no longer be taken, and unless a
         turn waits for its result it is forgotten."""
         if parked.waiting is not None and not parked.waiting.done():
@@ -589,12 +480,12 @@ class McpLink:
         parked.waiting = None
         if not parked.watched:
             if parked.task is not None:
-                _drop_result(parked.task)
+                drop_result(parked.task)
             self._forget(parked)
 
-    def _forget(self, parked: _Parked) -> None:
+    def _forget(self, parked: Parked) -> None:
         self._open.pop(parked.id, None)
-        _PARKED.pop(parked.id, None)
+        PARKED.pop(parked.id, None)
 
     async def _on_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
@@ -624,7 +515,7 @@ class McpLink:
         except (TimeoutError, asyncio.CancelledError):
             return types.ElicitResult(action="cancel")
 
-    async def _wait_parked(self, parked: _Parked) -> CallOutcome:
+    async def _wait_parked(self, parked: Parked) -> CallOutcome:
         """Wait for a legacy call's result or its next request for input, on the call's
         clock, which stops while a person answers."""
         assert parked.task is not None
@@ -846,12 +737,6 @@ class _StateRejected(Exception):
     another process)."""
 
 
-def _drop_result(task: asyncio.Task[Any]) -> None:
-    """Read a released call's outcome, so nothing is left unretrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
 def _request_json(params: types.ElicitRequestParams) -> dict[str, Any]:
     """An elicitation request as stored with its pending ask (only what the ask needs)."""
     if isinstance(params, types.ElicitRequestURLParams):
@@ -901,115 +786,6 @@ def _restarted(outcome: CallOutcome, server: str) -> CallOutcome:
     return CallOutcome(content={"note": note, **outcome.content}, is_error=outcome.is_error)
 
 
-async def _list_all(client: Client) -> list[ListedTool]:
-    tools: list[ListedTool] = []
-    cursor: str | None = None
-    for _ in range(LIST_PAGES_MAX):
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(_listed(t) for t in page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return tools
-
-
-def _listed(tool: Any) -> ListedTool:
-    annotations: dict[str, Any] = {}
-    if tool.annotations is not None:
-        for attribute, wire in _ANNOTATIONS:
-            value = getattr(tool.annotations, attribute, None)
-            if isinstance(value, bool):
-                annotations[wire] = value
-    meta = tool.meta.get(HINTS_META_KEY) if isinstance(tool.meta, dict) else None
-    if isinstance(meta, dict):
-        for wire in _META_HINTS:
-            if isinstance(meta.get(wire), bool):
-                annotations[wire] = meta[wire]
-    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-    if schema.get("type") != "object":
-        schema = {"type": "object", **{k: v for k, v in schema.items() if k != "type"}}
-    title = getattr(tool, "title", None)
-    if not (isinstance(title, str) and title.strip()) and tool.annotations is not None:
-        title = getattr(tool.annotations, "title", None)
-    cleaned, _ = storable(
-        {
-            "description": tool.description,
-            "title": _title(title),
-            "schema": schema,
-        }
-    )
-    return ListedTool(
-        name=tool.name,
-        title=cleaned["title"],
-        description=cleaned["description"],
-        input_schema=cleaned["schema"],
-        annotations=annotations,
-    )
-
-
-def _title(value: Any) -> str | None:
-    """A tool's human title (its ``title``, else ``annotations.title``) on one line, cut to
-    `TITLE_MAX` characters; None when it has none."""
-    if not isinstance(value, str):
-        return None
-    text = " ".join(value.split())
-    if not text:
-        return None
-    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1].rstrip() + "…"
-
-
-def outcome_of(result: Any) -> CallOutcome:
-    """What the model gets from a `CallToolResult`: the text alone when the result is only text,
-    else its content and structured content as JSON (binary data replaced by its size, images
-    given as `McpFile`s)."""
-    parts: list[dict[str, Any]] = []
-    files: list[McpFile] = []
-    for item in result.content:
-        data = item.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if data.get("type") in ("image", "audio") and isinstance(data.get("data"), str):
-            raw = _decoded(data.pop("data"))
-            mime_type = str(data.get("mimeType") or "application/octet-stream").lower()
-            data["size"] = len(raw) if raw is not None else 0
-            shown = (
-                data["type"] == "image"
-                and raw is not None
-                and mime_type in _IMAGE_TYPES
-                and len(raw) <= IMAGE_MAX_BYTES
-            )
-            if shown and raw is not None:
-                number = len(files) + 1
-                extension = mime_type.split("/", 1)[1].replace("jpeg", "jpg")
-                files.append(
-                    McpFile(filename=f"image-{number}.{extension}", mime_type=mime_type, data=raw)
-                )
-                data["note"] = (
-                    f"image {number} of this result, shown to you with it; its bytes are not stored"
-                )
-            else:
-                data["note"] = (
-                    f"{data['type']} of {data['size']} bytes ({mime_type}), not shown to the "
-                    "model; its bytes are not stored"
-                )
-        data.pop("_meta", None)
-        parts.append(data)
-    structured = result.structured_content
-    if structured is None and parts and all(p.get("type") == "text" for p in parts):
-        return CallOutcome(
-            content="\n".join(str(p.get("text", "")) for p in parts), is_error=result.is_error
-        )
-    content: dict[str, Any] = {"content": parts}
-    if structured is not None:
-        content["structuredContent"] = structured
-    return CallOutcome(content=content, is_error=bool(result.is_error), files=tuple(files))
-
-
-def _decoded(data: str) -> bytes | None:
-    try:
-        return base64.b64decode(data, validate=True)
-    except (ValueError, TypeError):
-        return None
-
-
 def _leaf(exc: BaseException) -> BaseException:
     """The first exception that is not a group (`exc` itself when it is none)."""
     return _first_leaf(exc) if isinstance(exc, BaseExceptionGroup) else exc
@@ -1021,36 +797,3 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
             return _first_leaf(exc)
         return exc
     return group
-
-
-class _StderrLog:
-    """A pipe whose write end a stdio server writes its stderr to; a thread logs each line
-    with the secrets masked."""
-
-    def __init__(self, name: str, secrets: Sequence[str]) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer: io.TextIOWrapper = os.fdopen(write_fd, "w")
-        self._reader = os.fdopen(read_fd, "rb")
-        self._name = name
-        self._secrets = list(secrets)
-        self._thread = threading.Thread(
-            target=self._pump, name=f"handrail-mcp-stderr-{name}", daemon=True
-        )
-        self._thread.start()
-
-    def _pump(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            for raw in self._reader:
-                line = raw.decode("utf-8", "replace").rstrip()
-                if line:
-                    log.info("MCP server %s: %s", self._name, mask(line, self._secrets))
-        with contextlib.suppress(OSError):
-            self._reader.close()
-
-    def spawned(self) -> None:
-        """The child has its copy of the write end: drop ours, so the pipe ends with it."""
-        with contextlib.suppress(OSError):
-            self.writer.close()
-
-    def close(self) -> None:
-        self.spawned()
