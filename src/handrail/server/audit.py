@@ -34,7 +34,7 @@ from ..store.connections import ActivityRecord
 from ..store.paging import Position
 from .auth import Caller
 from .bodies import read_json, runtime_of, store_of
-from .connections import ACTIVITY_SCHEMA
+from .connection_schemas import ACTIVITY_SCHEMA
 from .openapi import JsonSchema, body, json_ok, problems
 from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
 from .problems import ok

@@ -21,7 +21,8 @@ from fastapi.responses import JSONResponse
 from ..runtime.instructions import ResolvedInstructions
 from .auth import Caller
 from .bodies import runtime_of
-from .connections import CONNECTION_SCHEMA, ConnectionId, _admin, connection_json, hub_of
+from .connection_schemas import CONNECTION_SCHEMA
+from .connections import ConnectionId, _admin, connection_json, hub_of
 from .histories import owned_history
 from .openapi import JsonSchema, json_ok, problems
 from .problems import ok
