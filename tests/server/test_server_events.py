@@ -71,6 +71,25 @@ async def test_a_new_message_cancelling_the_ask_is_an_event(api: Api) -> None:
             assert cancelled["data"]["toolCallId"] == stream.ask["toolCallId"]
 
 
+async def test_a_failed_turn_is_an_event_in_the_persons_words(api: Api) -> None:
+    async with (
+        serving(api.app) as (base, _server),
+        httpx.AsyncClient(timeout=10) as client,
+        open_events(client, base + "/api/events", _auth("alice")) as alice,
+    ):
+        stream = await api.say("fail")
+        started = await alice.until("turn.started")
+        assert started["historyId"] == stream.history_id
+        failed = await alice.until("turn.failed")
+        assert failed["historyId"] == stream.history_id
+        assert failed["data"] == {
+            "turnId": started["data"]["turnId"],
+            "error": "The model call failed. Try again in a moment.",
+        }
+        # A failed turn does not also say it finished.
+        await alice.nothing(0.2)
+
+
 async def test_last_event_id_replays_what_was_missed_or_says_reload(api: Api) -> None:
     async with serving(api.app) as (base, _server), httpx.AsyncClient(timeout=10) as client:
         async with open_events(client, base + "/api/events", _auth("alice")) as alice:
