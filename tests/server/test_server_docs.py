@@ -9,9 +9,8 @@ from pathlib import Path
 
 from server_helpers import Api
 
+from handrail.server.agent_config import AGENT_KEYS, ASKS_KEYS
 from handrail.server.config import (
-    _AGENT_KEYS,
-    _ASKS_KEYS,
     _TOP_KEYS,
     _USER_KEYS,
     ENV_VARS,
@@ -55,7 +54,7 @@ def test_every_spec_error_title_is_in_the_http_reference() -> None:
 
 
 def test_every_setting_is_in_the_configuration_reference() -> None:
-    keys = (*_TOP_KEYS, *_USER_KEYS, *_AGENT_KEYS, *_ASKS_KEYS, *WEBHOOK_KEYS, *EMAIL_KEYS)
+    keys = (*_TOP_KEYS, *_USER_KEYS, *AGENT_KEYS, *ASKS_KEYS, *WEBHOOK_KEYS, *EMAIL_KEYS)
     for key in (*keys, "import"):
         assert re.search(rf"\| `{re.escape(key)}` \|", CONFIGURATION), key
     for var in (*ENV_VARS.values(), *REACH_ENV_VARS.values(), "HANDRAIL_TOKEN"):

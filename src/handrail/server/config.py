@@ -40,7 +40,6 @@ Every mistake raises `ConfigError` whose message starts with the field's path (s
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 import re
 import secrets
@@ -51,15 +50,23 @@ from typing import Any, Final
 
 import yaml  # type: ignore[import-untyped]  # no stubs in the allowed dependencies
 
-from ..actions import ActionConfigError, ActionSet, load_action_set
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE, FILES_MAX
 from ..errors import ConfigError
-from ..runtime.agent import Agent, AsksOptions
+from ..runtime.agent import Agent
 from ..runtime.models import DEFAULT_MODEL, model_from_name
 from ..runtime.page_tools import DEFAULT_PAGE_TOOL_TIMEOUT
 from ..runtime.recovery import DEFAULT_LEASE_S
 from ..store.db import driver_url
-from .adapter_config import adapter_from_config
+from .agent_config import agents_from_config
+from .config_values import (
+    boolean,
+    no_unknown_keys,
+    port,
+    positive_int,
+    required_list,
+    seconds,
+    string,
+)
 from .reach_config import (
     EmailConfig,
     WebhookConfig,
@@ -164,10 +171,8 @@ _TOP_KEYS: Final = (
     "email",
 )
 _USER_KEYS: Final = ("id", "token", "token_env", "admin", "email")
-_AGENT_KEYS: Final = ("name", "instructions", "model", "asks", "clarify", "actions", "adapter")
-_ASKS_KEYS: Final = ("kinds", "maxFileSizeBytes")
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9._~-]+)*")
-_IMPORT: Final = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
 #: Room in a files answer's body beside its base64 files.
 FILES_ANSWER_OVERHEAD_BYTES: Final = 1024 * 1024
 
@@ -307,9 +312,9 @@ class ServerConfig:
         ):
             raise ConfigError("max_upload_bytes: must be a positive whole number of bytes")
         for name in _INT_SETTINGS:
-            _positive_int(getattr(self, name), name)
+            positive_int(getattr(self, name), name)
         for name in _SECONDS_SETTINGS:
-            setattr(self, name, _seconds(getattr(self, name), name))
+            setattr(self, name, seconds(getattr(self, name), name))
         self.webhooks = tuple(self.webhooks)
         agent_names = {agent.name for agent in self.agents}
         for index, hook in enumerate(self.webhooks):
@@ -398,27 +403,27 @@ class ServerConfig:
                 "the configuration must be a mapping of settings, such as "
                 "'users: [...]' and 'agents: [...]' on their own lines"
             )
-        _no_unknown_keys(data, _TOP_KEYS, "")
+        no_unknown_keys(data, _TOP_KEYS, "")
         values: dict[str, Any] = {}
         for key in ("database_url", "model", "host"):
             if key in data:
-                values[key] = _string(data[key], key)
+                values[key] = string(data[key], key)
         if "api_prefix" in data:
             values["api_prefix"] = _checked_prefix(data["api_prefix"], "api_prefix")
         if "catalog_dirs" in data:
             values["catalog_dirs"] = _catalog_dirs(data["catalog_dirs"], base_dir)
         if "blob_dir" in data:
-            values["blob_dir"] = Path(_string(data["blob_dir"], "blob_dir"))
+            values["blob_dir"] = Path(string(data["blob_dir"], "blob_dir"))
         if "port" in data:
-            values["port"] = _port(data["port"], "port")
+            values["port"] = port(data["port"], "port")
         if "max_upload_bytes" in data:
-            values["max_upload_bytes"] = _positive_int(data["max_upload_bytes"], "max_upload_bytes")
+            values["max_upload_bytes"] = positive_int(data["max_upload_bytes"], "max_upload_bytes")
         for key in _INT_SETTINGS:
             if key in data:
-                values[key] = _positive_int(data[key], key)
+                values[key] = positive_int(data[key], key)
         for key in _SECONDS_SETTINGS:
             if key in data:
-                values[key] = _seconds(data[key], key)
+                values[key] = seconds(data[key], key)
         for key, var in ENV_VARS.items():
             if key == "allowed_origins" or key.startswith("jwt."):
                 continue  # read below
@@ -427,15 +432,15 @@ class ServerConfig:
                 continue
             raw = raw.strip()
             if key == "port":
-                values[key] = _port(raw, var)
+                values[key] = port(raw, var)
             elif key == "blob_dir":
                 values[key] = Path(raw)
             elif key == "api_prefix":
                 values[key] = _checked_prefix(raw, var)
             elif key in _INT_SETTINGS:
-                values[key] = _positive_int(int(raw) if raw.isdigit() else raw, var)
+                values[key] = positive_int(int(raw) if raw.isdigit() else raw, var)
             elif key in _SECONDS_SETTINGS:
-                values[key] = _seconds(raw, var)
+                values[key] = seconds(raw, var)
             else:
                 values[key] = raw
         if "allowed_origins" in data:
@@ -447,7 +452,7 @@ class ServerConfig:
             )
         values["jwt"] = _jwt(data.get("jwt"), environ, base_dir)
         values["users"] = _users(data.get("users"), environ)
-        values["agents"] = _agents(data.get("agents"), base_dir=base_dir, env=environ)
+        values["agents"] = agents_from_config(data.get("agents"), base_dir=base_dir, env=environ)
         values["public_url"] = public_url(data.get("public_url"), environ)
         values["webhooks"] = webhook_configs(data.get("webhooks"), environ)
         values["email"] = email_config(data.get("email"), environ)
@@ -531,15 +536,15 @@ def _jwt(data: Any, environ: Mapping[str, str], base_dir: Path | None) -> JwtCon
     if data is not None:
         if not isinstance(data, Mapping):
             raise ConfigError("jwt: must be a mapping of issuer, audience, keys and user_claim")
-        _no_unknown_keys(data, _JWT_KEYS, "jwt")
+        no_unknown_keys(data, _JWT_KEYS, "jwt")
         for key in ("issuer", "audience", "keys", "user_claim"):
             if key in data:
-                values[key] = _string(data[key], f"jwt.{key}")
+                values[key] = string(data[key], f"jwt.{key}")
         if "algorithms" in data:
             algorithms = data["algorithms"]
             if isinstance(algorithms, str) or not isinstance(algorithms, Iterable):
                 raise ConfigError("jwt.algorithms: must be a list, such as [RS256]")
-            values["algorithms"] = tuple(_string(a, "jwt.algorithms") for a in algorithms)
+            values["algorithms"] = tuple(string(a, "jwt.algorithms") for a in algorithms)
     for key in ("issuer", "audience", "keys", "user_claim"):
         raw = environ.get(ENV_VARS[f"jwt.{key}"], "").strip()
         if raw:
@@ -568,62 +573,6 @@ def _jwt(data: Any, environ: Mapping[str, str], base_dir: Path | None) -> JwtCon
     return JwtConfig(**values)
 
 
-def _where(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _no_unknown_keys(data: Mapping[Any, Any], known: Iterable[str], path: str) -> None:
-    known = tuple(known)
-    for key in data:
-        if key not in known:
-            raise ConfigError(
-                f"{_where(path, str(key))}: unknown setting; the settings here are "
-                f"{', '.join(known)}"
-            )
-
-
-def _string(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}: must be a non-empty string")
-    return value.strip()
-
-
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path}: must be true or false")
-    return value
-
-
-def _positive_int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{path}: must be a positive whole number")
-    return value
-
-
-def _seconds(value: Any, path: str) -> float:
-    """A positive number of seconds (a whole number or a decimal, also as a string)."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise ConfigError(f"{path}: must be a positive number of seconds, such as 10") from None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0 < value < float("inf")
-    ):
-        raise ConfigError(f"{path}: must be a positive number of seconds, such as 10")
-    return float(value)
-
-
-def _port(value: Any, path: str) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        raise ConfigError(f"{path}: must be a whole number from 1 to 65535, not {value!r}")
-    return value
-
-
 def _checked_prefix(value: Any, path: str) -> str:
     """``/api`` style: empty (routes at the root) or slash-separated path segments, with no
     trailing slash. A trailing slash is dropped; ``/`` means the root."""
@@ -640,29 +589,21 @@ def _checked_prefix(value: Any, path: str) -> str:
     return prefix
 
 
-def _list(value: Any, path: str, example: str) -> list[Any]:
-    if value is None:
-        raise ConfigError(f"{path}: required; add a list such as {example}")
-    if not isinstance(value, list):
-        raise ConfigError(f"{path}: must be a list, such as {example}")
-    return value
-
-
 def _users(value: Any, env: Mapping[str, str]) -> list[UserConfig]:
-    entries = _list(value, "users", "[{id: alice, token_env: ALICE_TOKEN}]")
+    entries = required_list(value, "users", "[{id: alice, token_env: ALICE_TOKEN}]")
     users: list[UserConfig] = []
     for index, entry in enumerate(entries):
         path = f"users[{index}]"
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{path}: must be a mapping such as {{id: alice, token: ...}}")
-        _no_unknown_keys(entry, _USER_KEYS, path)
+        no_unknown_keys(entry, _USER_KEYS, path)
         if "id" not in entry:
             raise ConfigError(f"{path}.id: required; the user's id, such as alice")
-        user_id = _string(entry["id"], f"{path}.id")
+        user_id = string(entry["id"], f"{path}.id")
         if "token" in entry and "token_env" in entry:
             raise ConfigError(f"{path}: give token or token_env, not both")
         if "token_env" in entry:
-            var = _string(entry["token_env"], f"{path}.token_env")
+            var = string(entry["token_env"], f"{path}.token_env")
             token = env.get(var, "").strip()
             if not token:
                 raise ConfigError(
@@ -670,162 +611,27 @@ def _users(value: Any, env: Mapping[str, str]) -> list[UserConfig]:
                     "empty; set it to the user's token"
                 )
         elif "token" in entry:
-            token = _string(entry["token"], f"{path}.token")
+            token = string(entry["token"], f"{path}.token")
         else:
             raise ConfigError(
                 f"{path}.token: required; give the bearer token as token, or name an "
                 "environment variable that holds it as token_env"
             )
-        admin = _bool(entry.get("admin", False), f"{path}.admin")
+        admin = boolean(entry.get("admin", False), f"{path}.admin")
         email = user_email(entry.get("email"), f"{path}.email")
         users.append(UserConfig(id=user_id, token=token, admin=admin, email=email))
     return users
 
 
-def _agents(
-    value: Any, *, base_dir: Path | None = None, env: Mapping[str, str] | None = None
-) -> list[Agent]:
-    entries = _list(value, "agents", "[{name: helper, instructions: ..., asks: true}]")
-    agents: list[Agent] = []
-    for index, entry in enumerate(entries):
-        path = f"agents[{index}]"
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{path}: must be a mapping such as {{name: helper, ...}}")
-        if "import" in entry:
-            _no_unknown_keys(entry, ("import",), path)
-            agents.extend(_imported_agents(entry["import"], f"{path}.import"))
-            continue
-        _no_unknown_keys(entry, (*_AGENT_KEYS, "import"), path)
-        if "name" not in entry:
-            raise ConfigError(f"{path}.name: required; the agent's name, such as helper")
-        name = _string(entry["name"], f"{path}.name")
-        instructions = entry.get("instructions", "")
-        if not isinstance(instructions, str):
-            raise ConfigError(f"{path}.instructions: must be a string")
-        model = _string(entry["model"], f"{path}.model") if "model" in entry else None
-        asks = _asks(entry.get("asks", True), f"{path}.asks")
-        clarify = _bool(entry.get("clarify", False), f"{path}.clarify")
-        if clarify and asks is None:
-            raise ConfigError(
-                f"{path}.clarify: clarify pauses the turn on an ask, so it needs asks on; "
-                "drop 'asks: false' or 'clarify: true'"
-            )
-        action_sets = _action_sets(entry.get("actions", []), f"{path}.actions", base_dir, env)
-        adapter = None
-        if "adapter" in entry:
-            if "model" in entry:
-                raise ConfigError(
-                    f"{path}.model: an agent run by an adapter has no model; drop one of them"
-                )
-            adapter = adapter_from_config(
-                entry["adapter"], f"{path}.adapter", name, os.environ if env is None else env
-            )
-        try:
-            agents.append(
-                Agent(
-                    name,
-                    instructions=instructions,
-                    model=model,
-                    asks=asks,
-                    clarify=clarify,
-                    action_sets=action_sets,
-                    adapter=adapter,
-                )
-            )
-        except ConfigError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-    return agents
-
-
-def _action_sets(
-    value: Any, path: str, base_dir: Path | None, env: Mapping[str, str] | None
-) -> list[ActionSet]:
-    """The HTTP action sets an agent uses: YAML files, relative to the config file's folder.
-    Every problem of every file is reported (the server does not start with one)."""
-    files = _list(value, path, "[booking.yaml]")
-    sets: list[ActionSet] = []
-    for index, item in enumerate(files):
-        where = f"{path}[{index}]"
-        file = Path(_string(item, where))
-        if not file.is_absolute() and base_dir is not None:
-            file = base_dir / file
-        if not file.is_file():
-            raise ConfigError(f"{where}: no action set file at {file}")
-        try:
-            sets.append(load_action_set(file, env=env))
-        except ActionConfigError as exc:
-            raise ConfigError(f"{where}: {file} has problems:\n{exc}") from None
-    return sets
-
-
 def _catalog_dirs(value: Any, base_dir: Path | None) -> list[Path]:
     """Folders of app definitions, relative to the config file's folder."""
-    entries = _list(value, "catalog_dirs", "[apps]")
+    entries = required_list(value, "catalog_dirs", "[apps]")
     folders: list[Path] = []
     for index, item in enumerate(entries):
-        folder = Path(_string(item, f"catalog_dirs[{index}]"))
+        folder = Path(string(item, f"catalog_dirs[{index}]"))
         if not folder.is_absolute() and base_dir is not None:
             folder = base_dir / folder
         if not folder.is_dir():
             raise ConfigError(f"catalog_dirs[{index}]: no folder at {folder}")
         folders.append(folder)
     return folders
-
-
-def _asks(value: Any, path: str) -> AsksOptions | None:
-    if isinstance(value, bool):
-        return AsksOptions.coerce(value)
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            f"{path}: must be true, false, or a mapping such as "
-            "{kinds: [choice, confirm], maxFileSizeBytes: 5000000}"
-        )
-    _no_unknown_keys(value, _ASKS_KEYS, path)
-    kinds = value.get("kinds")
-    if kinds is not None and (
-        not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds)
-    ):
-        raise ConfigError(f"{path}.kinds: must be a list of kinds, such as [choice, confirm]")
-    if "maxFileSizeBytes" in value:
-        _positive_int(value["maxFileSizeBytes"], f"{path}.maxFileSizeBytes")
-    options: dict[str, Any] = {}
-    if kinds is not None:
-        options["kinds"] = kinds
-    if "maxFileSizeBytes" in value:
-        options["maxFileSizeBytes"] = value["maxFileSizeBytes"]
-    try:
-        return AsksOptions.coerce(options)
-    except ConfigError as exc:
-        message = str(exc)
-        if message.startswith("asks.kinds "):
-            raise ConfigError(f"{path}.kinds: {message.removeprefix('asks.kinds ')}") from None
-        raise ConfigError(f"{path}: {message}") from None
-
-
-def _imported_agents(value: Any, path: str) -> list[Agent]:
-    if not isinstance(value, str) or not _IMPORT.fullmatch(value.strip()):
-        raise ConfigError(
-            f"{path}: must name an Agent (or a list of them) as 'package.module:attribute'"
-        )
-    module_name, _, attribute = value.strip().partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigError(
-            f"{path}: cannot import {module_name!r} ({type(exc).__name__}: {exc}); check the "
-            "name and that the package is installed in this environment"
-        ) from None
-    target: Any = module
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ConfigError(f"{path}: {module_name!r} has no attribute {attribute!r}") from None
-    if isinstance(target, Agent):
-        return [target]
-    if isinstance(target, (list, tuple)) and target and all(isinstance(a, Agent) for a in target):
-        return list(target)
-    raise ConfigError(
-        f"{path}: {value.strip()!r} is a {type(target).__name__}, not an Agent or a non-empty "
-        "list of Agents"
-    )
