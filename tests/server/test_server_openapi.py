@@ -178,3 +178,17 @@ async def test_body_schemas_say_what_the_server_takes(api: Api) -> None:
     }
     assert schemas["PromptRequest"]["dependentRequired"] == {"askResponse": ["historyId"]}
     assert schemas["HistoryUpdate"]["properties"]["title"]["pattern"] == "\\S"
+
+
+async def test_the_answer_routes_document_edit_then_approve(api: Api) -> None:
+    """The edited-arguments extension of an approval's or a confirmation's answer is in the
+    document where the owner sends it (``prompt`` and ``turn``), not only on the approvers'
+    route."""
+    paths = (await _document(api))["paths"]
+    for path in ("/api/prompt", "/api/histories/{id}/turn"):
+        description = paths[path]["post"]["description"]
+        assert '"arguments"' in description, path
+        assert "input schema" in description, path
+    approver = paths["/api/approvals/{historyId}"]["post"]["requestBody"]
+    content = approver["content"]["application/json"]["schema"]["properties"]["content"]
+    assert content["properties"]["arguments"] == {"type": "object"}

@@ -23,7 +23,7 @@ from .audit import answer_via
 from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .body_check import body_check
-from .openapi import body, problems, ref
+from .openapi import EDITED_ARGUMENTS, body, problems, ref
 
 __all__ = ["EventStreamResponse", "add_chat_routes", "sse_line"]
 
@@ -214,7 +214,7 @@ def add_chat_routes(router: APIRouter, prefix: str) -> None:
         tags=["chat"],
         summary="Send a message or answer the pending ask; the turn streams as SSE",
         description="Errors come before the stream starts, as problem JSON. Each event is one "
-        "`data: <JSON>` line and a blank line (see TurnEvent).",
+        "`data: <JSON>` line and a blank line (see TurnEvent)." + EDITED_ARGUMENTS,
         response_class=EventStreamResponse,
         status_code=200,
         responses={

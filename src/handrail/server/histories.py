@@ -20,7 +20,7 @@ from .audit import answer_via
 from .auth import Caller
 from .bodies import NO_BODY, FilesAnswer, read_json, runtime_of, store_of
 from .body_check import body_check
-from .openapi import body, json_ok, problems, ref
+from .openapi import EDITED_ARGUMENTS, body, json_ok, problems, ref
 from .paging import (
     DEFAULT_LIMIT,
     Cursor,
@@ -430,7 +430,7 @@ def add_history_routes(router: APIRouter, prefix: str, *, asks_enabled: bool) ->
             summary="Run a turn and get its result as JSON (headless)",
             description="Send exactly one of {prompt}, {askResponse} or {toolCallId, buttonId}, "
             "plus an optional surface. Returns once the turn finishes; a client that "
-            "disconnects does not stop it.",
+            "disconnects does not stop it." + EDITED_ARGUMENTS,
             responses={
                 **json_ok(ref("TurnResult"), "What the turn did."),
                 **problems(400, 403, 404, 409, 413),

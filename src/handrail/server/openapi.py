@@ -23,6 +23,7 @@ from ..store import EVENT_KINDS
 from .auth import BEARER_SCHEME
 
 __all__ = [
+    "EDITED_ARGUMENTS",
     "PROBLEM_REF",
     "body",
     "component_schemas",
@@ -41,6 +42,15 @@ def ref(name: str) -> JsonSchema:
 
 
 PROBLEM_REF: Final = ref("Problem")
+
+#: The edit-then-approve extension of an answer, said on each route the owner answers through.
+EDITED_ARGUMENTS: Final = (
+    " An approval (origin approval) or a confirmation (origin confirmation) may be approved with "
+    'edited arguments: `{"action": "accept", "content": {"confirmed": true, "arguments": '
+    "{...}}}`. They are checked against the tool's input schema (400 with `fields` "
+    "`content.arguments.<name>` otherwise, the ask still pending); an approval runs the tool "
+    "once with them, an edited confirmation is prepared again as a new confirmation."
+)
 
 _STATUS_TEXT: Final = {
     400: "The request is not valid; see title, code and fields.",
