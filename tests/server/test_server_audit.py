@@ -200,3 +200,35 @@ async def test_a_third_user_is_refused(vault_api: Api, vault_notes: NotesApp) ->
     )
     assert late.status_code == 409
     assert vault_notes.ran == []
+
+
+async def test_the_audit_log_is_filtered_by_time(api: Api) -> None:
+    """``since`` (inclusive) and ``until`` (exclusive) narrow the records to a time range, in
+    the page and in the exports alike."""
+    await set_level(api, "non-consequential")
+    stream = await api.say(call("delete_note", {"title": "Old draft"}))
+    denied = await api.answer(stream.history_id, stream.ask["toolCallId"], {"action": "cancel"})
+    assert denied.status == 200
+    records = (await api.get("/audit")).json()["data"]
+    assert len(records) == 3
+    stamps = sorted(r["created"] for r in records)
+    first, last = stamps[0], stamps[-1]
+
+    async def actions(query: str) -> list[str]:
+        response = await api.get("/audit?" + query)
+        assert response.status_code == 200, response.text
+        return [r["action"] for r in response.json()["data"]]
+
+    everything = [r["action"] for r in records]
+    assert await actions(f"since={first}") == everything
+    assert await actions(f"until={first}") == []
+    assert await actions("since=2999-01-01T00:00:00Z") == []
+    assert await actions("until=2999-01-01T00:00:00Z") == everything
+    assert await actions(f"since={first}&until={first}") == []
+    if first != last:
+        assert await actions(f"until={last}") == [
+            r["action"] for r in records if r["created"] < last
+        ]
+    exported = await api.get("/audit?format=jsonl&since=2999-01-01T00:00:00Z")
+    assert exported.status_code == 200
+    assert exported.text.strip() == ""
