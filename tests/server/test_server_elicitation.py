@@ -302,8 +302,11 @@ async def test_a_schema_no_form_holds_is_declined_and_the_model_told_why(
     assert error.endswith("The tool then answered: decline")
 
 
-async def test_answered_from_the_headless_turn_endpoint_with_a_card_button(eapi: Api) -> None:
-    await connect(eapi, "2026-07-28")
+@pytest.mark.parametrize("protocol", MODES)
+async def test_answered_from_the_headless_turn_endpoint_with_a_card_button(
+    eapi: Api, protocol: str
+) -> None:
+    await connect(eapi, protocol)
     with_defaults = {
         "type": "object",
         "properties": {"city": {"type": "string", "default": "Lisbon"}},
