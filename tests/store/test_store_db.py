@@ -21,7 +21,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0013"
+HEAD = "0014"
 
 TABLES = {
     "activity",
@@ -34,6 +34,7 @@ TABLES = {
     "delivery_attempts",
     "files",
     "open_gates",
+    "outbox_events",
     "grants",
     "histories",
     "history_rows",

@@ -2,6 +2,9 @@
 
 Read the history, work out the change for the history as it is now, write it with the version
 it was made for; on a lost race read again and work it out again, at most `attempts` times.
+Once the change is committed, its events (`HistoryChange.events`) are published; those that
+webhooks and email send were written to the event outbox with the change, so they are
+delivered even when this process stops before publishing them.
 
     written = await compare_and_set(store, history_id, cancel_pending, current=history)
 """
@@ -57,7 +60,7 @@ async def compare_and_set(
         if made is None:
             return history
         try:
-            return await store.histories.apply(
+            written = await store.histories.apply(
                 history_id,
                 made,
                 expected_version=history.version,
@@ -66,5 +69,9 @@ async def compare_and_set(
         except HistoryConflict as exc:
             lost = exc
             history = None
+            continue
+        for event in made.events:
+            await store.events.publish(event)
+        return written
     assert lost is not None
     raise lost

@@ -45,7 +45,7 @@ from ..errors import (
     UnknownSurface,
 )
 from ..store import HistoryConflict, LeaseLost, Store, TurnState, UserEvent, request_record
-from ..store.audit import audit_record
+from ..store.audit import OpenGate, audit_record
 from ..store.events import ask_created_event as user_ask_created
 from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import (
@@ -538,24 +538,23 @@ class Runtime:
         }
         if forward is not None:
             lease_state["forward"] = forward
+        resolved = user_ask_resolved(
+            history.owner_id,
+            history.id,
+            pending,
+            envelope["action"],
+            reason=envelope.get("reason") if isinstance(envelope.get("reason"), str) else None,
+        )
         answer_change = HistoryChange(
             append=[result_row(tool_call_id, gate.tool_name(pending), stored)],
             ask_status={tool_call_id: status},
             pending_ask=None,
             lease=self.new_lease(history.id, lease_state),
             audit=[record],
+            events=[resolved],
         )
         answered = await compare_and_set(
             self.store, history.id, lambda _now: answer_change, current=history, attempts=1
-        )
-        await self.publish(
-            user_ask_resolved(
-                history.owner_id,
-                history.id,
-                pending,
-                envelope["action"],
-                reason=envelope.get("reason") if isinstance(envelope.get("reason"), str) else None,
-            )
         )
         turn = Turn(history.id, user_id=history.owner_id)
         if forward is not None:
@@ -608,12 +607,15 @@ class Runtime:
             holds_call=True,
             approvals=len(approved_by),
         )
-        change = HistoryChange(pending_ask=updated, audit=[record])
+        # The owner's open pages show who approved so far.
+        change = HistoryChange(
+            pending_ask=updated,
+            audit=[record],
+            events=[user_ask_created(history.owner_id, history.id, updated)],
+        )
         await compare_and_set(
             self.store, history.id, lambda _now: change, current=history, attempts=1
         )
-        # The owner's open pages show who approved so far.
-        await self.publish(user_ask_created(history.owner_id, history.id, updated))
         turn = Turn(history.id)
         turn.pending_summary = updated.public("turn")
         await turn.emit(ask_event(updated, history.id))
@@ -681,29 +683,35 @@ class Runtime:
                     await self.store.audit.drop(gate.history_id, gate.ask_id)
                 except Exception:
                     log.warning("could not expire the ask %s", gate.ask_id, exc_info=True)
-            elif await self.store.audit.mark_reminded(gate.history_id, gate.ask_id, moment):
-                await self.store.audit.add(
-                    [
-                        audit_record(
-                            actor="handrail",
-                            action="gate.reminded",
-                            subject=gate.ask_id,
-                            changes={"askId": gate.ask_id, "origin": gate.origin},
-                            history_id=gate.history_id,
-                            owner_id=gate.owner_id,
-                            tool=gate.tool,
-                        )
-                    ]
-                )
-                await self._publish_reminder(gate.owner_id, gate.history_id, gate.ask_id)
+            else:
+                await self._remind(gate, moment)
         return turns
 
-    async def _publish_reminder(self, owner_id: str, history_id: str, ask_id: str) -> None:
-        """``ask.reminder`` for an ask still waiting (webhooks and email listen for it)."""
-        history = await self.store.histories.get(history_id)
+    async def _remind(self, gate: OpenGate, moment: dt.datetime) -> None:
+        """Mark a gate reminded once, with its audit record and ``ask.reminder`` (webhooks and
+        email send it) in one transaction, then publish the reminder."""
+        history = await self.store.histories.get(gate.history_id)
         pending = history.pending_ask if history is not None else None
-        if pending is not None and pending.tool_call_id == ask_id:
-            await self.publish(user_ask_created(owner_id, history_id, pending, kind="ask.reminder"))
+        current = pending is not None and pending.tool_call_id == gate.ask_id
+        events = (
+            [user_ask_created(gate.owner_id, gate.history_id, pending, kind="ask.reminder")]
+            if pending is not None and current
+            else []
+        )
+        record = audit_record(
+            actor="handrail",
+            action="gate.reminded",
+            subject=gate.ask_id,
+            changes={"askId": gate.ask_id, "origin": gate.origin},
+            history_id=gate.history_id,
+            owner_id=gate.owner_id,
+            tool=gate.tool,
+        )
+        if await self.store.audit.remind(
+            gate.history_id, gate.ask_id, moment, records=[record], events=events
+        ):
+            for event in events:
+                await self.publish(event)
 
     async def publish(self, event: UserEvent) -> None:
         """Publish `event` on the store's event bus (see `handrail.store.events`)."""
@@ -913,6 +921,11 @@ class Runtime:
                 pending_ask=None,
                 title=_title_of(prompt) if current.title is None else _keep(),
                 lease=self.new_lease(history.id, {"kind": "prompt", "prompt": prompt}),
+                events=[
+                    user_ask_resolved(
+                        current.owner_id, current.id, pending, "cancel", reason="user_sent_message"
+                    )
+                ],
                 audit=[
                     answered_record(
                         pending,
@@ -931,11 +944,6 @@ class Runtime:
             return history, False
         history = await compare_and_set(self.store, history.id, cancel, current=history)
         for pending in cancelled:
-            await self.publish(
-                user_ask_resolved(
-                    history.owner_id, history.id, pending, "cancel", reason="user_sent_message"
-                )
-            )
             for held in [pending, *queued_asks(pending)]:
                 await self._calls.release(
                     held, "user_sent_message", user_id=history.owner_id, history_id=history.id
@@ -1057,6 +1065,7 @@ class Runtime:
             pending_ask=pending,
             lease=_release(run),
             audit=[reopened],
+            events=[user_ask_created(run.history.owner_id, run.history.id, pending)],
         )
         try:
             await compare_and_set(
@@ -1071,7 +1080,6 @@ class Runtime:
             return False
         run.turn.error = _failure_text()
         run.turn.pending_summary = pending.public("turn")
-        await self.publish(user_ask_created(run.history.owner_id, run.history.id, pending))
         await run.turn.emit(error_event(_failure_text()))
         await run.turn.emit(done_event(run.history.id, pending_tool_call_id=tool_call_id))
         return True
@@ -1143,12 +1151,25 @@ class Runtime:
                         arguments=_held_arguments(pending),
                     )
                 )
+            events: list[UserEvent] = []
+            if title and current.title is None:
+                events.append(
+                    UserEvent(
+                        kind="history.renamed",
+                        user_id=current.owner_id,
+                        history_id=history_id,
+                        data={"title": title},
+                    )
+                )
+            if pending is not None:
+                events.append(user_ask_created(current.owner_id, history_id, pending))
             return HistoryChange(
                 append=rows,
                 pending_ask=pending if pending is not None else _keep(),
                 title=title if current.title is None and title else _keep(),
                 lease=_release(run),
                 audit=audit,
+                events=events,
             )
 
         # First try the history as the turn last saw it: when nothing changed meanwhile, the
@@ -1174,20 +1195,10 @@ class Runtime:
             await self._calls.release(
                 waiting, "one_ask_at_a_time", user_id=run.history.owner_id, history_id=history_id
             )
-        if title and run.history.title is None:
-            await self.publish(
-                UserEvent(
-                    kind="history.renamed",
-                    user_id=run.history.owner_id,
-                    history_id=history_id,
-                    data={"title": title},
-                )
-            )
         run.turn.title = title
         run.metadata = metadata
         if pending is not None:
             run.turn.pending_summary = pending.public("turn")
-            await self.publish(user_ask_created(run.history.owner_id, history_id, pending))
             await run.turn.emit(ask_event(pending, history_id))
         await run.turn.emit(
             done_event(

@@ -173,15 +173,15 @@ class Stopper:
                         action="gate.cancelled",
                     )
                 ],
+                events=[
+                    user_ask_resolved(
+                        current.owner_id, current.id, pending, "cancel", reason=STOP_REASON
+                    )
+                ],
             )
 
         await compare_and_set(runtime.store, history.id, cancel, current=history)
         for pending in cancelled:
-            await runtime.publish(
-                user_ask_resolved(
-                    history.owner_id, history.id, pending, "cancel", reason=STOP_REASON
-                )
-            )
             for held in [pending, *queued_asks(pending)]:
                 await runtime._calls.release(
                     held, STOP_REASON, user_id=history.owner_id, history_id=history.id

@@ -7,9 +7,18 @@ and writes one delivery per webhook that wants it and, for a new ask or a remind
 the user (when email is on and the user has an address). An ask of a gate with approvers
 reaches each of them the same way (``admins``: every configured admin): a webhook that wants
 one of them gets the event (``userId`` is the approver's, ``ownerId`` the conversation's), and
-each approver with an address gets the email, whose links answer as that approver. Writing is
-idempotent per event and target, so an event handled twice (two processes, a retry) is
-delivered once, and a webhook that wants both the owner and an approver gets it once.
+each approver with an address gets the email, whose links answer as that approver. An event's
+deliveries are written in one transaction, which also removes the event from the event outbox
+(`handrail.store.outbox`). Writing is idempotent per event and target, so an event handled
+twice (two processes, a retry) is delivered once, and a webhook that wants both the owner and
+an approver gets it once.
+
+The events come two ways. The change that makes one writes it to the event outbox in its own
+transaction (reach tells the store which kinds to keep, `EventOutbox.keep`), so a committed
+change always has it there; reach takes the events it hears on the store's event bus at once
+(every process hears every user's events), and on each look at the outbox claims what is left
+there: an event whose process stopped after the commit and before publishing it, or one this
+process missed (a ``reload``).
 
 The worker (`start`, `aclose`) sends due deliveries: it claims each (so no other process sends
 it meanwhile), makes one attempt, and records it in the delivery log. A failed attempt is
@@ -38,7 +47,7 @@ from ..policy.rules import ADMINS
 from ..runtime.approvals import approves, is_approver
 from ..runtime.turn import Principal
 from ..store import Store
-from ..store.outbox import AnswerLinkRepo, Delivery, DeliveryRepo, new_delivery
+from ..store.outbox import AnswerLink, AnswerLinkRepo, Delivery, DeliveryRepo, new_delivery
 from .config import ServerConfig
 from .email import email_payload, new_links, render_email, send_email
 from .reach_config import EMAIL_EVENTS, WEBHOOK_EVENTS, WebhookConfig
@@ -112,7 +121,8 @@ class Reach:
         if hooks and agent is None and event.history_id and any(h.agents for h in hooks):
             history = await self.store.histories.get(event.history_id)
             agent = history.agent if history is not None else None
-        queued = 0
+        queued: list[Delivery] = []
+        links: dict[str, list[AnswerLink]] = {}
         created = getattr(event, "created", None)
         for user_id in self.recipients(event):
             extra = {} if user_id == event.user_id else {"ownerId": event.user_id}
@@ -131,12 +141,16 @@ class Reach:
                         kind=kind,
                         payload=payload,
                     )
-                    queued += await self.deliveries.enqueue(delivery)
+                    queued.append(delivery)
             if kind in EMAIL_EVENTS and self.email is not None and event.history_id:
-                queued += await self._enqueue_email(event, data, user_id)
-        if queued:
+                email = await self._email_for(event, data, user_id)
+                if email is not None:
+                    queued.append(email[0])
+                    links[email[0].id] = email[1]
+        new = await self.deliveries.enqueue_event(event.id, queued, links)
+        if new:
             self._wake.set()
-        return queued
+        return new
 
     def recipients(self, event: ReachEvent) -> list[str]:
         """Who an event reaches: its user, then its approvers (``admins``: every configured
@@ -148,25 +162,28 @@ class Reach:
                     found.append(user_id)
         return found
 
-    async def _enqueue_email(self, event: ReachEvent, data: Mapping[str, Any], user_id: str) -> int:
+    async def _email_for(
+        self, event: ReachEvent, data: Mapping[str, Any], user_id: str
+    ) -> tuple[Delivery, list[AnswerLink]] | None:
+        """The email `event` sends `user_id`, with its links (None: none)."""
         address = self.addresses.get(user_id)
         if address is None or self.email is None or event.history_id is None:
-            return 0
+            return None
         history = await self.store.histories.get(event.history_id)
         pending = history.pending_ask if history is not None else None
         if pending is None or history is None:
-            return 0  # answered already: nothing to ask by email
+            return None  # answered already: nothing to ask by email
         owner = history.owner_id == user_id
         if not owner and not is_approver(pending, self.principal(user_id)):
-            return 0  # not this user's to answer
+            return None  # not this user's to answer
         wanted = _tool_call_id(data)
         if wanted is not None and wanted != pending.tool_call_id:
-            return 0
+            return None
         # An owner who is no approver of the call may only deny it: no link approves.
         deny_only = (
             owner and bool(pending.approvers) and not is_approver(pending, self.principal(user_id))
         )
-        return await self._queue_email(
+        return self._email(
             event.id,
             event.kind,
             pending,
@@ -181,7 +198,7 @@ class Reach:
         """A configured user as a principal (an admin is one)."""
         return Principal(user_id=user_id, is_admin=user_id in self.admins)
 
-    async def _queue_email(
+    def _email(
         self,
         event_id: str,
         kind: str,
@@ -192,7 +209,7 @@ class Reach:
         *,
         owner_id: str | None = None,
         deny_only: bool = False,
-    ) -> int:
+    ) -> tuple[Delivery, list[AnswerLink]]:
         assert self.email is not None
         links = new_links(pending, user_id=user_id, history_id=history_id, ttl=self.email.link_ttl)
         if deny_only:
@@ -217,10 +234,7 @@ class Reach:
                 owner_id=owner_id,
             ),
         )
-        if not await self.deliveries.enqueue(delivery):
-            return 0
-        await self.links.add(links)
-        return 1
+        return delivery, links
 
     # ------------------------------------------------------------------------- the worker
 
@@ -229,6 +243,8 @@ class Reach:
         the subscription is in place, so no event published after it is missed."""
         if not self.enabled or self._task is not None:
             return
+        # From now on, the changes that make these events keep them in the event outbox.
+        self.store.outbox.keep(WEBHOOK_EVENTS)
         self._client = httpx.AsyncClient(
             timeout=WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
         )
@@ -242,8 +258,11 @@ class Reach:
             async with self.store.events.subscribe(None) as events:
                 listening.set_result(None)
                 async for event in events:
+                    if event.kind == "reload":
+                        self._wake.set()  # missed events: what they made waits in the outbox
+                        continue
                     if event.kind not in WEBHOOK_EVENTS:
-                        continue  # reload (missed events) included: the state is in the store
+                        continue
                     try:
                         await self.handle(event)
                     except Exception:
@@ -267,12 +286,29 @@ class Reach:
     async def _run(self) -> None:
         while True:
             try:
+                await self.run_outbox()
                 await self.run_due()
             except Exception:
                 log.exception("the outbox could not be read; trying again")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_s)
+
+    async def run_outbox(self) -> int:
+        """Queue the deliveries of the events left in the event outbox (their process stopped
+        before publishing them, or this one missed them); returns how many it handled."""
+        handled = 0
+        while True:
+            events = await self.store.outbox.claim(now=utc_now(), hold=CLAIM_HOLD)
+            if not events:
+                return handled
+            for event in events:
+                try:
+                    await self.handle(event)
+                except Exception:
+                    log.exception("could not queue the %s event %s", event.kind, event.id)
+                    continue
+                handled += 1
 
     async def run_due(self) -> int:
         """Send every delivery due now (in parallel); returns how many were attempted."""

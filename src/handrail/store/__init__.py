@@ -42,6 +42,7 @@ from handrail.store.histories import (
     load_history_at_once,
 )
 from handrail.store.leases import LEASE_JSON, LeaseLost, LeaseRepo, lease_from, lease_of
+from handrail.store.outbox import EventOutbox
 from handrail.store.permissions import GrantConflict, GrantRepo, PermissionRepo
 from handrail.store.records import (
     UNSET,
@@ -172,7 +173,9 @@ class Store:
     def __init__(self, db: Database, blobs: BlobStore) -> None:
         self.db = db
         self.blobs = blobs
-        self.histories = HistoryRepo(db)
+        #: The events webhooks and email send, kept with the changes that make them.
+        self.outbox = EventOutbox(db)
+        self.histories = HistoryRepo(db, self.outbox)
         self.files = FileRepo(db, blobs)
         self.requests = RequestLog(db)
         self.permissions = PermissionRepo(db)
@@ -181,7 +184,7 @@ class Store:
         self.leases = LeaseRepo(db)
         self.running = RunningRepo(db)
         self.tokens = TokenRepo(db)
-        self.audit = AuditRepo(db)
+        self.audit = AuditRepo(db, self.outbox)
         #: The per-user event bus (see `handrail.store.events`).
         self.events = EventBus(db)
 

@@ -25,6 +25,7 @@ from handrail._util import new_id
 from handrail.asks.pending import PendingAsk
 from handrail.store.connections import ActivityRecord, _activity
 from handrail.store.db import Database, all_rows, row_count
+from handrail.store.outbox import EventOutbox, insert_outbox_events
 from handrail.store.paging import Page, Position, checked_limit
 from handrail.store.prepared import Prepared
 from handrail.store.tables import activity, open_gates
@@ -187,8 +188,9 @@ def _gate(row: Mapping[Any, Any]) -> OpenGate:
 class AuditRepo:
     """Reading the audit log; the open gates' clocks and inboxes."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, outbox: EventOutbox | None = None) -> None:
         self._db = db
+        self._outbox = outbox if outbox is not None else EventOutbox(db)
 
     async def add(self, records: list[ActivityRecord]) -> None:
         """Write records that go with no history change (each in its own transaction)."""
@@ -263,6 +265,34 @@ class AuditRepo:
             .values(reminded=at)
         )
         return await self._db.write(row_count, statement) > 0
+
+    async def remind(
+        self,
+        history_id: str,
+        ask_id: str,
+        at: dt.datetime,
+        *,
+        records: list[ActivityRecord],
+        events: list[Any],
+    ) -> bool:
+        """Mark the gate as reminded once (as `mark_reminded`) and, in the same transaction,
+        write `records` and keep `events` in the event outbox; False (nothing written) when
+        another process did it first or the gate is gone."""
+        kept = self._outbox.wanted(events)
+        statement = (
+            update(open_gates)
+            .where(G.history_id == history_id, G.ask_id == ask_id, G.reminded.is_(None))
+            .values(reminded=at)
+        )
+
+        def write(connection: Connection) -> bool:
+            if connection.execute(statement).rowcount == 0:
+                return False
+            insert_audit(connection, records)
+            insert_outbox_events(connection, kept)
+            return True
+
+        return await self._db.write(write)
 
     async def drop(self, history_id: str, ask_id: str) -> None:
         """Forget an open gate whose ask is gone (answered elsewhere, or its history deleted)."""

@@ -35,6 +35,7 @@ from handrail.store.audit import insert_audit, write_open_gate
 from handrail.store.db import Database
 from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
+from handrail.store.outbox import EventOutbox, insert_outbox_events
 from handrail.store.paging import Page, Position, checked_limit
 from handrail.store.prepared import Prepared, batched
 from handrail.store.records import (
@@ -108,8 +109,9 @@ class HistoryRepo:
     """Reads and changes histories. Deleted histories are invisible: `get` gives None and
     changes raise `HistoryNotFound`."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, outbox: EventOutbox | None = None) -> None:
         self._db = db
+        self._outbox = outbox if outbox is not None else EventOutbox(db)
 
     async def create(self, owner_id: str, *, agent: str, title: str | None = None) -> History:
         now = utc_now()
@@ -213,7 +215,7 @@ class HistoryRepo:
         ``title`` unless `UNSET`), remove the ``tool-result`` rows of ``remove_results``,
         append the new rows, then set ``ask_status`` (so it may name a row appended by the
         same change). With `log`, the turn's request log entry is written in the same
-        transaction.
+        transaction, and the change's events that the event outbox keeps.
 
         Raises `HistoryConflict` when the version moved on, `HistoryNotFound` when the history does
         not exist or was deleted, and `ValueError` (writing nothing) for a row without a
@@ -221,8 +223,9 @@ class HistoryRepo:
         """
         appended = [_row_columns(data) for data in change.append]
         statuses = _checked_statuses(change.ask_status)
+        kept = self._outbox.wanted(change.events) if change.events else []
         return await self._db.write(
-            _apply, history_id, change, expected_version, appended, statuses, log
+            _apply, history_id, change, expected_version, appended, statuses, log, kept
         )
 
     async def update_title(self, history_id: str, title: str | None) -> History:
@@ -472,6 +475,7 @@ def _apply(
     appended: list[dict[str, Any]],
     statuses: dict[str, str],
     log: RequestRecord | None,
+    kept: list[Any] | None = None,
 ) -> History:
     now = utc_now()
     set_pending = change.pending_ask is not UNSET
@@ -497,7 +501,9 @@ def _apply(
     # The rest needs no row back: on PostgreSQL it goes to the database in as few statements
     # as the tables allow (see `batched`), its checks run after them, in this transaction.
     with batched(connection):
-        _write_the_rest(connection, history_id, change, row, now, appended, statuses, log)
+        _write_the_rest(
+            connection, history_id, change, row, now, appended, statuses, log, kept or []
+        )
     return History(
         id=history_id,
         owner_id=row["owner_id"],
@@ -523,9 +529,10 @@ def _write_the_rest(
     appended: list[dict[str, Any]],
     statuses: dict[str, str],
     log: RequestRecord | None,
+    kept: list[Any],
 ) -> None:
     """`_apply` after its compare-and-set: the lease, the rows, the ask statuses, the open
-    gate, the audit records and the request log entry."""
+    gate, the audit records, the events the event outbox keeps and the request log entry."""
     if isinstance(change.lease, TurnLease):
         write_lease(connection, change.lease)
     elif isinstance(change.lease, ReleaseLease):
@@ -562,6 +569,7 @@ def _write_the_rest(
     if change.pending_ask is not UNSET:
         write_open_gate(connection, history_id, row["owner_id"], change.pending_ask)
     insert_audit(connection, list(change.audit))
+    insert_outbox_events(connection, kept)
     if log is not None:
         insert_request(connection, log)
 

@@ -8,23 +8,34 @@ the outcome (`DeliveryRepo.finish`) and one row of the delivery log.
 
 An answer link is a row per card button of an emailed ask; `AnswerLinkRepo.use` sets its
 `used` once, for the one click that answers.
+
+The event outbox (`EventOutbox`) comes first: a history change that makes an event webhooks or
+email send (an ask created, reminded, answered or cancelled) writes the event there in its own
+transaction (`HistoryChange.events`), once the server's reach said which kinds it sends
+(`EventOutbox.keep`). Reach turns an event into its deliveries and removes it in one more
+transaction (`DeliveryRepo.enqueue_event`), when it hears the event published or, for one whose
+process stopped before publishing it, when it claims it from the outbox (`EventOutbox.claim`).
+So a committed change always gets its deliveries, at least once.
 """
 
 from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import Connection, and_, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from handrail._util import iso, new_id, utc_now
 from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.events import UserEvent
 from handrail.store.paging import Page, Position, checked_limit
-from handrail.store.tables import answer_links, deliveries, delivery_attempts
+from handrail.store.prepared import Prepared
+from handrail.store.tables import answer_links, deliveries, delivery_attempts, outbox_events
 
 __all__ = [
     "AnswerLink",
@@ -33,11 +44,14 @@ __all__ = [
     "DeliveryAttempt",
     "DeliveryRepo",
     "DeliveryStatus",
+    "EventOutbox",
+    "insert_outbox_events",
 ]
 
 D = deliveries.c
 T = delivery_attempts.c
 L = answer_links.c
+E = outbox_events.c
 
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 
@@ -137,11 +151,73 @@ def new_delivery(
     )
 
 
+class EventOutbox:
+    """The events committed changes made for webhooks and email, until reach queued their
+    deliveries. `kinds` are the kinds kept: none until `keep` (a server without webhooks or
+    email keeps nothing)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.kinds: frozenset[str] = frozenset()
+
+    def keep(self, kinds: Iterable[str]) -> None:
+        """From now on, keep the events of `kinds` that history changes carry."""
+        self.kinds = frozenset(kinds)
+
+    def wanted(self, events: Sequence[Any]) -> builtins.list[UserEvent]:
+        """The events of `events` the outbox keeps."""
+        return [e for e in events if isinstance(e, UserEvent) and e.kind in self.kinds]
+
+    async def claim(
+        self, *, now: dt.datetime, hold: dt.timedelta, limit: int = 50
+    ) -> builtins.list[UserEvent]:
+        """Up to `limit` events no process holds (oldest first), each held for `hold`."""
+        return await self._db.write(_claim_events, now, hold, limit)
+
+    async def count(self) -> int:
+        """How many events wait in the outbox."""
+        return int(await self._db.read(_scalar, select(func.count()).select_from(outbox_events)))
+
+
+_INSERT_EVENTS = Prepared(insert(outbox_events))
+
+
+def insert_outbox_events(connection: Connection, events: Sequence[UserEvent]) -> None:
+    """Keep `events` in the outbox, in the caller's transaction (batched with the change's
+    other statements on PostgreSQL, see `handrail.store.prepared`)."""
+    if events:
+        now = utc_now()
+        _INSERT_EVENTS.later(
+            connection,
+            [
+                {
+                    "id": e.id,
+                    "kind": e.kind,
+                    "event": e.to_json(),
+                    "created": now,
+                    "claimed_until": None,
+                }
+                for e in events
+            ],
+        )
+
+
 class DeliveryRepo:
     """The outbox and its log."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    async def enqueue_event(
+        self,
+        event_id: str,
+        queued: Sequence[Delivery],
+        links: Mapping[str, Sequence[AnswerLink]] | None = None,
+    ) -> int:
+        """In one transaction: queue each of `queued` that is not queued already (the same
+        event for the same target), with its answer links (by delivery id), and remove the
+        event from the event outbox. How many deliveries were new."""
+        return await self._db.write(_enqueue_event, event_id, list(queued), dict(links or {}))
 
     async def enqueue(self, delivery: Delivery) -> bool:
         """Queue `delivery`; False when the same event is queued for the target already."""
@@ -231,6 +307,47 @@ class AnswerLinkRepo:
 # --- statements -------------------------------------------------------------------------------
 
 
+def _scalar(connection: Connection, statement: Any) -> Any:
+    return connection.execute(statement).scalar_one()
+
+
+def _claim_events(
+    connection: Connection, now: dt.datetime, hold: dt.timedelta, limit: int
+) -> builtins.list[UserEvent]:
+    free = or_(E.claimed_until.is_(None), E.claimed_until < now)
+    query = select(E.id, E.event, E.claimed_until).where(free).order_by(E.created).limit(limit)
+    claimed: builtins.list[UserEvent] = []
+    for row in connection.execute(query).all():
+        held = (
+            E.claimed_until.is_(None)
+            if row.claimed_until is None
+            else (E.claimed_until == row.claimed_until)
+        )
+        statement = (
+            update(outbox_events).where(E.id == row.id, held).values(claimed_until=now + hold)
+        )
+        if connection.execute(statement).rowcount > 0:
+            claimed.append(UserEvent.from_json(row.event))
+    return claimed
+
+
+def _enqueue_event(
+    connection: Connection,
+    event_id: str,
+    queued: builtins.list[Delivery],
+    links: dict[str, Sequence[AnswerLink]],
+) -> int:
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    new = 0
+    for delivery in queued:
+        statement = dialect.insert(deliveries).values(_values(delivery)).on_conflict_do_nothing()
+        if connection.execute(statement).rowcount > 0:
+            new += 1
+            _insert_links(connection, list(links.get(delivery.id, ())))
+    connection.execute(delete(outbox_events).where(E.id == event_id))
+    return new
+
+
 def _claim_due(
     connection: Connection, now: dt.datetime, hold: dt.timedelta, limit: int
 ) -> builtins.list[Delivery]:
@@ -289,6 +406,8 @@ def _finish(
 
 
 def _insert_links(connection: Connection, links: builtins.list[AnswerLink]) -> None:
+    if not links:
+        return
     connection.execute(
         insert(answer_links),
         [

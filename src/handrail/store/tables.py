@@ -37,6 +37,7 @@ __all__ = [
     "history_rows",
     "metadata",
     "open_gates",
+    "outbox_events",
     "permissions",
     "requests",
     "running_turns",
@@ -371,6 +372,22 @@ deliveries = Table(
     Index("uq_deliveries_channel_target_event_id", "channel", "target", "event_id", unique=True),
     Index(None, "status", "next_attempt"),
     Index(None, "user_id", "created", "id"),
+)
+
+#: The events a change committed for webhooks and email (ask created, reminded, answered,
+#: cancelled), written in the change's own transaction: reach turns each into its deliveries
+#: and removes it in one transaction, so a committed change always has its deliveries queued,
+#: even when its process stopped before publishing the event. `claimed_until` holds it for
+#: the process that took it.
+outbox_events = Table(
+    "outbox_events",
+    metadata,
+    Column("id", String(NAME), primary_key=True),
+    Column("kind", String(64), nullable=False),
+    Column("event", JSONData, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("claimed_until", UTCDateTime, nullable=True),
+    Index(None, "created"),
 )
 
 #: The delivery log: each attempt of a delivery, its HTTP status (webhooks) or its error.
