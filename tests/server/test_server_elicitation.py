@@ -379,10 +379,44 @@ async def test_a_url_elicitation_is_consent_and_never_fetched(
     assert ask["kind"] == "confirm"
     assert ask["elicitation"] == {"mode": "url", "server": "Test", "url": listener.url}
     assert ask["input"]["prompt"] == "Sign in to the example service."
+    # The simple card (a watch, an email) shows the whole URL too, with the server's name.
+    card = ask["simple"]
+    assert card["title"] == "Test asks you to open a page"
+    assert card["text"] == f"Sign in to the example service. {listener.url}"
+    assert [b["id"] for b in card["buttons"]] == ["approve", "deny"]
+    assert card["handoff"] is False
     view = await eapi.history(asked.history_id)
     assert view["pendingAsk"]["elicitation"]["url"] == listener.url
     yes = {"action": "accept", "content": {"confirmed": True}}
     done = await eapi.answer(asked.history_id, ask["toolCallId"], yes)
+    assert results(done) == ["accept"]
+    assert listener.hits == 0
+
+
+@pytest.mark.parametrize("protocol", MODES)
+async def test_a_url_too_long_for_the_card_is_only_declined_there(
+    eapi: Api, protocol: str, listener: _Listener
+) -> None:
+    """A small screen never consents to a page it cannot show: when the URL does not fit the
+    card whole, the card offers only the decline button and hands off; the full ask (which
+    shows the whole URL) still allows it."""
+    await connect(eapi, protocol)
+    long_url = listener.url + "&scope=" + "calendar.read+" * 12
+    asked = await eapi.say(call("test_open_page", {"url": long_url}))
+    card = asked.ask["simple"]
+    assert card["handoff"] is True
+    assert [b["id"] for b in card["buttons"]] == ["deny"]
+    assert card["buttons"][0]["response"] == {"action": "accept", "content": {"confirmed": False}}
+    assert len(card["text"]) <= 140
+    assert card["text"].startswith("Sign in to the example service.")
+    refused = await eapi.post(
+        f"/histories/{asked.history_id}/turn",
+        {"toolCallId": asked.ask["toolCallId"], "buttonId": "approve"},
+    )
+    assert refused.status_code == 400, refused.text
+    assert asked.ask["elicitation"]["url"] == long_url
+    yes = {"action": "accept", "content": {"confirmed": True}}
+    done = await eapi.answer(asked.history_id, asked.ask["toolCallId"], yes)
     assert results(done) == ["accept"]
     assert listener.hits == 0
 

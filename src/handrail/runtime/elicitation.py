@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._util import iso, new_id, utc_now
 from ..asks import AskValidationError, PendingAsk, to_simple_card
+from ..asks.limits import CARD_TEXT_MAX
+from ..asks.text import cut_text, utf16_len
 from ..connections.elicitation import (
     ELICITATION_ORIGIN,
     ElicitationForm,
@@ -163,6 +165,27 @@ def _text(content: Any) -> str:
     return CallOutcome(content=content).error_text
 
 
+def _card(kind: str, input: Any, ask_id: str, public: Any) -> dict[str, Any]:
+    """The simple card of an elicitation. A URL request's text is the server's message and the
+    whole URL (its title names the server); when the two do not fit the card, the text is cut,
+    the card offers only the decline button and hands off: a small screen never consents to a
+    page it cannot show."""
+    card = to_simple_card(kind, input, ask_id)
+    url = public.get("url") if isinstance(public, Mapping) and public.get("mode") == "url" else None
+    if not isinstance(url, str) or not url:
+        return card
+    raw = input.get("prompt") if isinstance(input, Mapping) else None
+    prompt = raw if isinstance(raw, str) else ""
+    whole = f"{prompt} {url}".strip()
+    if utf16_len(whole) <= CARD_TEXT_MAX:
+        card["text"] = whole
+        return card
+    card["text"] = cut_text(prompt, CARD_TEXT_MAX) or "Open it in the app."
+    card["buttons"] = [b for b in card["buttons"] if b["id"] == "deny"]
+    card["handoff"] = True
+    return card
+
+
 class ElicitationGate(Gate):
     """An MCP server's request for input during a tool call (see the module's docs)."""
 
@@ -181,7 +204,7 @@ class ElicitationGate(Gate):
             tool_call_id=ask_id,
             kind=kind,
             input=input,
-            simple=to_simple_card(kind, input, ask_id),
+            simple=_card(kind, input, ask_id, public),
             created=iso(utc_now()),
             origin=self.origin,
             tool_name=tool_name,
