@@ -10,6 +10,7 @@ other process take it over (a compare-and-set on the owner and the moment it lap
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -117,47 +118,31 @@ class LeaseRepo:
     ) -> TurnLease | None:
         """Take a lapsed lease over for `owner` until `until`: exactly one claimant of the same
         lapsed lease wins; None for the others, or when it was renewed or released."""
-        statement = (
-            update(turn_leases)
-            .where(
-                L.history_id == lease.history_id,
-                L.owner == lease.owner,
-                L.until == lease.until,
-                L.until < now,
-            )
-            .values(owner=owner, until=until)
-        )
-        if not await self._db.write(row_count, statement):
-            return None
-        return TurnLease(
-            history_id=lease.history_id,
-            owner=owner,
-            until=until,
-            state=lease.state,
-            created=lease.created,
-        )
+        return await self._take(lease, owner, until, L.until < now)
 
     async def hand_over(self, lease: TurnLease, owner: str, until: dt.datetime) -> TurnLease | None:
         """Take `lease` over for `owner` as it was read (its holder asked for it: an answer
         forwarded to the process that holds the call); None when it changed meanwhile."""
+        return await self._take(lease, owner, until)
+
+    async def _take(
+        self, lease: TurnLease, owner: str, until: dt.datetime, *also: Any
+    ) -> TurnLease | None:
+        """Give `lease` to `owner` until `until` when it is still as it was read (and `also`
+        holds); None when it changed meanwhile."""
         statement = (
             update(turn_leases)
             .where(
                 L.history_id == lease.history_id,
                 L.owner == lease.owner,
                 L.until == lease.until,
+                *also,
             )
             .values(owner=owner, until=until)
         )
         if not await self._db.write(row_count, statement):
             return None
-        return TurnLease(
-            history_id=lease.history_id,
-            owner=owner,
-            until=until,
-            state=lease.state,
-            created=lease.created,
-        )
+        return dataclasses.replace(lease, owner=owner, until=until)
 
     async def release(self, history_id: str, owner: str) -> bool:
         """Drop `owner`'s lease (when the history it held is gone)."""
