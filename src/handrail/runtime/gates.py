@@ -40,7 +40,6 @@ from ..asks.text import cut_text
 from ..errors import ConfirmationExpired
 from ..policy import (
     GRANT_SCOPES,
-    PERMISSION_DESCRIPTIONS,
     PERMISSION_LEVELS,
     GrantScope,
     PermissionLevel,
@@ -52,7 +51,7 @@ from .messages import ToolCall, ToolResultMessage
 from .page_tools import PageToolSet, page_approval_input, page_permission_input
 from .tool_arguments import check_arguments
 from .tools import Tool, ToolSet
-from .wording import values_phrase, what_is_chosen
+from .wording import level_choice, values_phrase, what_is_chosen
 
 if TYPE_CHECKING:
     from ..actions import ActionTool, NeedsSelection, PreparedRequest
@@ -399,24 +398,15 @@ def permission_input(connection: ToolSet, tool: Tool, label: str | None = None) 
     """The choice of a permission ask; `label` is the tool as the person reads it (its
     ``title``, see `tool_label`), its name by default."""
     name = connection.name
-    return {
-        "title": cut_text(f"Allow {name} to use its tools?", 80),
-        "prompt": cut_text(
+    return level_choice(
+        cut_text(f"Allow {name} to use its tools?", 80),
+        cut_text(
             f"{name} wants to use {label or tool.name}. What may {name}'s tools do in your "
             "conversations without asking you first?",
             PROMPT_MAX,
         ),
-        "select": "one",
-        "options": [
-            {
-                "id": level,
-                "label": PERMISSION_OPTION_LABELS[level],
-                "description": PERMISSION_DESCRIPTIONS[level],
-            }
-            for level in PERMISSION_LEVELS
-        ],
-        "allowDecline": True,
-    }
+        PERMISSION_OPTION_LABELS,
+    )
 
 
 class SelectionGate(Gate):

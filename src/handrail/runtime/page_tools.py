@@ -33,11 +33,11 @@ from ..asks import AskValidationError, PendingAsk, to_simple_card
 from ..asks.checks import add
 from ..asks.text import cut_text
 from ..errors import ConfigError, InvalidRequest
-from ..policy import PERMISSION_DESCRIPTIONS, PERMISSION_LEVELS, ToolHints, classify
+from ..policy import ToolHints, classify
 from .gate import Answer, Gate, GateRequired, register_gate
 from .messages import ToolCall
 from .tools import TOOL_NAME_PATTERN, Tool, ToolSet
-from .wording import values_phrase
+from .wording import level_choice, values_phrase
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -300,24 +300,15 @@ def _refusal(name: str, item: Mapping[str, Any], taken: set[str], seen: set[str]
 def page_permission_input(tool_set: PageToolSet, tool: Tool) -> dict[str, Any]:
     """The site-permission question: what this website's tools may do without asking."""
     origin = tool_set.origin
-    return {
-        "title": "Let the agent use this website's tools?",
-        "prompt": cut_text(
+    return level_choice(
+        "Let the agent use this website's tools?",
+        cut_text(
             f"The page at {origin} offers tools to the agent, and the agent wants to use "
             f"{tool.label}. What may it do with this website's tools without asking you first?",
             500,
         ),
-        "select": "one",
-        "options": [
-            {
-                "id": level,
-                "label": PAGE_PERMISSION_LABELS[level],
-                "description": PERMISSION_DESCRIPTIONS[level],
-            }
-            for level in PERMISSION_LEVELS
-        ],
-        "allowDecline": True,
-    }
+        PAGE_PERMISSION_LABELS,
+    )
 
 
 def page_approval_input(

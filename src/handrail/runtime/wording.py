@@ -14,7 +14,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-__all__ = ["field_label", "values_phrase", "what_is_chosen"]
+from ..policy import PERMISSION_DESCRIPTIONS, PERMISSION_LEVELS
+
+__all__ = ["field_label", "level_choice", "values_phrase", "what_is_chosen"]
 
 #: Fields read with a preposition instead of their label.
 _PREPOSITIONS: Final[dict[str, str]] = {"date": "on", "day": "on", "time": "at"}
@@ -64,3 +66,22 @@ def what_is_chosen(names: Iterable[str], schema: Mapping[str, Any] | None = None
     if len(labels) <= 1:
         return "".join(labels)
     return ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def level_choice(title: str, prompt: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """A permission ask's input: one of the permission levels to pick (each with its label of
+    `labels` and its description), or decline."""
+    return {
+        "title": title,
+        "prompt": prompt,
+        "select": "one",
+        "options": [
+            {
+                "id": level,
+                "label": labels[level],
+                "description": PERMISSION_DESCRIPTIONS[level],
+            }
+            for level in PERMISSION_LEVELS
+        ],
+        "allowDecline": True,
+    }
