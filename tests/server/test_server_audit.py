@@ -232,3 +232,22 @@ async def test_the_audit_log_is_filtered_by_time(api: Api) -> None:
     exported = await api.get("/audit?format=jsonl&since=2999-01-01T00:00:00Z")
     assert exported.status_code == 200
     assert exported.text.strip() == ""
+
+
+async def test_an_approver_sees_the_call_and_the_agents_last_message_only(
+    vault_api: Api,
+) -> None:
+    api = vault_api
+    await set_level(api, "non-consequential", "local:vault")
+    chat = await api.say("The vault holds the old keys")
+    stream = await api.say(call("wipe_vault", {"reason": "Rotate"}), history_id=chat.history_id)
+    ask = stream.ask
+    [item] = (await api.get("/approvals", user="bob")).json()["data"]
+    assert set(item) == {"historyId", "ownerId", "ask", "agentMessage", "arguments"}
+    assert item["agentMessage"] == "You said: The vault holds the old keys"
+    assert item["arguments"] == {"reason": "Rotate"}
+    assert item["ask"]["toolCallId"] == ask["toolCallId"]
+    # Nothing else of the conversation: no rows or messages.
+    text = json.dumps(item)
+    for key in ("rows", "responseMessages", "messages"):
+        assert f'"{key}"' not in text, key
