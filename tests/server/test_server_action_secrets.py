@@ -171,3 +171,80 @@ async def test_a_configured_action_set_still_reads_the_environment(
         [result] = results(ran.events)
         assert result["data"]["apiKey"] is True, result
         assert result["data"]["other"] is True
+
+
+STAMP = """\
+id: stamper
+name: Stamper
+base_url: http://127.0.0.1:9
+trusted: true
+auth: {type: api-key, header: X-Api-Key, secret_env: TEST_API_KEY}
+tools:
+  - name: stamp
+    description: Stamp a note.
+    input:
+      type: object
+      properties: {note: {type: string}}
+      required: [note]
+    request:
+      method: POST
+      path: /stamp
+      headers:
+        X-Other: {source: secret, env: TEST_OTHER_TOKEN}
+      body: {note: $.input.note}
+    behavior:
+      effect: side-effect
+      confirmation:
+        required: true
+        preview: {note: $.input.note}
+"""
+
+
+async def test_the_audit_log_of_a_confirmed_call_holds_none_of_its_secrets(
+    sapi: Api, tmp_path: Path
+) -> None:
+    """A canary: a side-effecting action that sends two of the connection's secrets is asked,
+    confirmed and sent; neither secret is in the audit log, its exports, or the events."""
+    stamped: list[bool] = []
+
+    async def stamp(request: Request) -> JSONResponse:
+        ok = request.headers.get("x-api-key") == API_KEY and request.headers.get("x-other") == OTHER
+        stamped.append(ok)
+        return JSONResponse({"stamped": True})
+
+    file = tmp_path / "stamper.yaml"
+    file.write_text(STAMP, encoding="utf-8")
+    app = Starlette(routes=[Route("/stamp", stamp, methods=["POST"])])
+    async with serve_booking_api(app) as base_url:
+        body = {
+            "app": "custom",
+            "name": "Stamper",
+            "kind": "actions",
+            "actions": str(file),
+            "settings": {"baseUrl": base_url},
+            "secrets": {"TEST_API_KEY": API_KEY, "TEST_OTHER_TOKEN": OTHER},
+            "trusted": True,
+        }
+        response = await sapi.post("/connections", body, user="root")
+        assert response.status_code == 201, response.text
+        added = response.json()["data"]
+        level = {"level": "non-consequential"}
+        await sapi.request("PUT", f"/permissions/{added['id']}", json=level)
+        asked = await sapi.say('call stamper_stamp {"note": "Hello"}')
+        assert asked.ask["origin"] == "confirmation"
+        yes = {"action": "accept", "content": {"confirmed": True}}
+        done = await sapi.answer(asked.history_id, asked.ask["toolCallId"], yes)
+        assert done.status == 200, done.problem
+        assert stamped == [True]
+        texts = [json.dumps(asked.events), json.dumps(done.events)]
+        for user in ("alice", "root"):
+            page = await sapi.get("/audit", user=user)
+            assert page.status_code == 200, page.text
+            actions = [r["action"] for r in page.json()["data"]]
+            assert "gate.approved" in actions, actions
+            texts.append(page.text)
+            for export in ("jsonl", "csv"):
+                texts.append((await sapi.get(f"/audit?format={export}", user=user)).text)
+        for text in texts:
+            assert API_KEY not in text
+            assert OTHER not in text
