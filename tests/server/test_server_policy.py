@@ -175,7 +175,7 @@ async def test_permissions_describe_levels_connections_and_tools(api: Api) -> No
     assert response.status_code == 200, response.text
     data = response.json()["data"]
     assert [level["id"] for level in data["levels"]] == ["ask", "read-only", "non-consequential"]
-    assert data["levels"][2]["label"] == "Allow non-consequential read/write tools"
+    assert data["levels"][2]["label"] == "Allow read/write"
     assert all(level["description"] for level in data["levels"])
     assert data["saved"] == []
     # The asker agent has no tools, so no connection of its own.
@@ -243,6 +243,20 @@ async def test_permissions_describe_levels_connections_and_tools(api: Api) -> No
                 }
             ],
         },
+    ]
+
+
+async def test_the_levels_have_the_names_the_permission_ask_uses(api: Api) -> None:
+    asked = await api.say(call("list_notes"))
+    assert asked.ask["origin"] == "permission"
+    offered = [(o["id"], o["label"], o["description"]) for o in asked.ask["input"]["options"]]
+    levels = (await api.get("/permissions")).json()["data"]["levels"]
+    # The Grants page shows these: a person who chose "Allow read/write" reads it there.
+    assert [(level["id"], level["label"], level["description"]) for level in levels] == offered
+    assert [label for _id, label, _description in offered] == [
+        "Ask every time",
+        "Allow read-only",
+        "Allow read/write",
     ]
 
 

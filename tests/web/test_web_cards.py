@@ -287,7 +287,7 @@ def test_permission_then_destructive_approval(app: App, demo_server: DemoServer)
     row.get_by_role("button", name=re.compile("Revoke delete_note")).click()
     expect(app.page.locator("tr", has_text="delete_note")).to_have_count(0)
     notes = app.page.locator(".connection", has_text="local:notes")
-    expect(notes).to_contain_text("Level: Allow non-consequential read/write tools")
+    expect(notes).to_contain_text("Level: Allow read/write")
     notes.get_by_role("button", name="Forget the level for Notes").click()
     expect(notes).to_contain_text("Level: not set (its next use asks)")
 

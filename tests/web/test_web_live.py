@@ -309,11 +309,11 @@ def test_a_permission_level_changes_in_place(app: App) -> None:
     picker = app.page.get_by_label("Level for Clock", exact=True)
     expect(picker).to_be_visible()
     options = picker.locator("option").all_inner_texts()
-    # The permission ask's own names.
-    assert "Allow non-consequential read/write tools" in options
-    picker.select_option(label="Allow non-consequential read/write tools")
+    # The permission ask's own names, in its order.
+    assert options[-3:] == ["Ask every time", "Allow read-only", "Allow read/write"]
+    picker.select_option(label="Allow read/write")
     expect(app.page.locator('[data-connection-id="local:clock"]')).to_contain_text(
-        "Level: Allow non-consequential read/write tools"
+        "Level: Allow read/write"
     )
     app.page.reload()
     expect(app.page.get_by_label("Level for Clock", exact=True)).to_have_value("non-consequential")

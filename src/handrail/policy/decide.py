@@ -11,10 +11,12 @@ from .hints import SafetyClass
 PermissionLevel = Literal["ask", "read-only", "non-consequential"]
 #: The levels, in the order the permission ask offers them.
 PERMISSION_LEVELS: Final[tuple[PermissionLevel, ...]] = ("ask", "read-only", "non-consequential")
+#: The levels' names, as the permission ask offers them and the Grants page shows them (one
+#: table, so the person reads the same words in both).
 PERMISSION_LABELS: Final[dict[str, str]] = {
-    "ask": "Ask me every time",
-    "read-only": "Allow read-only tools",
-    "non-consequential": "Allow non-consequential read/write tools",
+    "ask": "Ask every time",
+    "read-only": "Allow read-only",
+    "non-consequential": "Allow read/write",
 }
 PERMISSION_DESCRIPTIONS: Final[dict[str, str]] = {
     "ask": "Every tool call waits for your approval, even one that only looks things up.",

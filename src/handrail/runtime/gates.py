@@ -40,6 +40,7 @@ from ..asks.text import cut_text
 from ..errors import ConfirmationExpired
 from ..policy import (
     GRANT_SCOPES,
+    PERMISSION_LABELS,
     PERMISSION_LEVELS,
     GrantScope,
     PermissionLevel,
@@ -75,12 +76,6 @@ PERMISSION: Final = "permission"
 SELECTION: Final = "selection"
 CONFIRMATION: Final = "confirmation"
 PROMPT_MAX: Final = 500
-
-PERMISSION_OPTION_LABELS: Final[dict[str, str]] = {
-    "ask": "Ask every time",
-    "read-only": "Allow read-only",
-    "non-consequential": "Allow read/write",
-}
 
 
 def tool_label(agent: Agent, tool: Tool) -> str:
@@ -405,7 +400,7 @@ def permission_input(connection: ToolSet, tool: Tool, label: str | None = None) 
             "conversations without asking you first?",
             PROMPT_MAX,
         ),
-        PERMISSION_OPTION_LABELS,
+        PERMISSION_LABELS,
     )
 
 
