@@ -600,3 +600,54 @@ async def test_the_owner_hears_each_approval_on_the_event_bus(store: Store) -> N
         assert [a["userId"] for a in event.data["ask"]["approvedBy"]] == ["bob"]
     finally:
         await notes.close()
+
+
+async def test_an_actions_expiry_cancels_its_confirmation_and_nothing_is_sent(
+    store: Store,
+) -> None:
+    """An action's ``expires_after`` (10 s) is earlier than its confirmation's TTL (30 s): the
+    ask expires then, cancelled ``expired``; the model is told and the request is never sent."""
+    from handrail.demo.booking_api import BOOKING_YAML
+
+    async with serve_booking_api(create_booking_app()) as base_url:
+        text = BOOKING_YAML.read_text(encoding="utf-8")
+        text = re.sub(r"(?m)^base_url:.*$", "base_url: " + json.dumps(base_url), text)
+        text = text.replace(
+            "  - name: book_slot\n", "  - name: book_slot\n    expires_after: 10\n", 1
+        )
+        agent = Agent("concierge", action_sets=[compile_action_set(text, env={})])
+        runtime = Runtime(store=store, agents=agent, model=ScriptedModel())
+        await store.permissions.set("alice", "booking", "non-consequential")
+        http = httpx.AsyncClient(base_url=base_url)
+
+        async def posts() -> int:
+            stats = (await http.get("/stats")).json()["requests"]
+            return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
+
+        try:
+            args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
+            first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
+            ask = ask_of([e async for e in first.stream()])
+            assert ask["origin"] == "confirmation"
+            history = await store.histories.get(first.history_id)
+            assert history is not None
+            assert history.pending_ask is not None
+            created = dt.datetime.fromisoformat(history.pending_ask.created.replace("Z", "+00:00"))
+            expires = dt.datetime.fromisoformat(ask["expiresAt"].replace("Z", "+00:00"))
+            assert dt.timedelta(seconds=9) <= expires - created <= dt.timedelta(seconds=11)
+            assert await runtime.sweep_gates(created + dt.timedelta(seconds=5)) == []
+            [turn] = await runtime.sweep_gates(created + dt.timedelta(seconds=12))
+            events = [e async for e in turn.stream()]
+            result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+            assert result == {"approved": False, "reason": "expired"}
+            assert await posts() == 0
+            with pytest.raises(NotPending):
+                await runtime.start_answer(
+                    ALICE, first.history_id, {"toolCallId": ask["toolCallId"], **APPROVE}
+                )
+            assert await posts() == 0
+            actions = [r.action for r in await store.audit.for_history(first.history_id)]
+            assert actions[:2] == ["gate.asked", "gate.expired"]
+        finally:
+            await runtime.aclose()
+            await http.aclose()
