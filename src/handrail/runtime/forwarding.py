@@ -29,7 +29,6 @@ The events carry only the key (a random id) and the step, never an answer.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any, Final
@@ -47,6 +46,7 @@ from .events import (
     tool_result_event,
 )
 from .gate import registered_gates
+from .listening import BusListener
 from .turn import Turn
 
 if TYPE_CHECKING:
@@ -69,7 +69,13 @@ class Forwarder:
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self._listener: asyncio.Task[None] | None = None
+        self._listener = BusListener(
+            runtime.store.events,
+            KIND,
+            self._heard,
+            name="handrail-forward",
+            failed="could not take the forwarded answer on %s",
+        )
 
     @property
     def crosses_processes(self) -> bool:
@@ -162,39 +168,23 @@ class Forwarder:
 
     def start(self) -> None:
         """Hear ``ask.forwarding`` from the other processes (PostgreSQL only)."""
-        if self._listener is None and self.crosses_processes:
-            events = self.runtime.store.events.open(None)
-            self._listener = asyncio.create_task(self._listen(events), name="handrail-forward")
+        if self.crosses_processes:
+            self._listener.start()
 
     async def aclose(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listener
+        await self._listener.aclose()
 
-    async def _listen(self, events: Subscription) -> None:
-        try:
-            async for event in events:
-                if event.kind != KIND or event.history_id is None:
-                    continue
-                key = str(event.data.get("key") or "")
-                if not key or not _held_here(key):
-                    continue
-                try:
-                    if event.data.get("step") == "released":
-                        for gate in registered_gates().values():
-                            gate.release_here(key)
-                    elif event.data.get("step") == "find":
-                        await self.runtime.publish(
-                            _event(event.user_id, event.history_id, "held", key)
-                        )
-                    elif event.data.get("step") == "answered":
-                        await self._go_on(event.history_id, key)
-                except Exception:
-                    log.exception("could not take the forwarded answer on %s", event.history_id)
-        finally:
-            self.runtime.store.events.discard(events)
+    async def _heard(self, event: UserEvent, history_id: str) -> None:
+        key = str(event.data.get("key") or "")
+        if not key or not _held_here(key):
+            return
+        if event.data.get("step") == "released":
+            for gate in registered_gates().values():
+                gate.release_here(key)
+        elif event.data.get("step") == "find":
+            await self.runtime.publish(_event(event.user_id, history_id, "held", key))
+        elif event.data.get("step") == "answered":
+            await self._go_on(history_id, key)
 
     async def _go_on(self, history_id: str, key: str) -> None:
         """The answer for `key` is stored: take its turn's lease over and carry it out here,

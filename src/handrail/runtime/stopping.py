@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..asks import PendingAsk
-from ..store import Subscription, UserEvent
+from ..store import UserEvent
 from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import History, HistoryChange
 from .approvals import answered_record
 from .cas import compare_and_set
 from .gate import execution_denied, gate_for, queued_asks, queued_denials
+from .listening import BusListener
 from .messages import AssistantMessage, ToolResultMessage
 from .rows import result_row
 from .turn import Principal, Turn
@@ -74,7 +75,13 @@ class Stopper:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.running: dict[str, Turn] = {}
-        self._listener: asyncio.Task[None] | None = None
+        self._listener = BusListener(
+            runtime.store.events,
+            "turn.stopping",
+            self._heard,
+            name="handrail-stop-listen",
+            failed="could not stop the turn on %s",
+        )
 
     # --------------------------------------------------------------------------- stop
 
@@ -234,27 +241,12 @@ class Stopper:
 
     def start(self) -> None:
         """Hear ``turn.stopping`` from the other processes (and this one's own)."""
-        if self._listener is None:
-            events = self.runtime.store.events.open(None)
-            self._listener = asyncio.create_task(self._listen(events), name="handrail-stop-listen")
+        self._listener.start()
 
     async def aclose(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listener
+        await self._listener.aclose()
 
-    async def _listen(self, events: Subscription) -> None:
-        try:
-            async for event in events:
-                if event.kind != "turn.stopping" or event.history_id is None:
-                    continue
-                turn = self.running.get(event.history_id)
-                if turn is not None and turn.user_id == event.user_id:
-                    try:
-                        await self._request(turn)
-                    except Exception:
-                        log.exception("could not stop the turn on %s", event.history_id)
-        finally:
-            self.runtime.store.events.discard(events)
+    async def _heard(self, event: UserEvent, history_id: str) -> None:
+        turn = self.running.get(history_id)
+        if turn is not None and turn.user_id == event.user_id:
+            await self._request(turn)
