@@ -5,7 +5,9 @@ outbox across a restart, and logged (``GET /api/deliveries``) for its owner and 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from handrail.errors import ConfigError
 from handrail.server import ServerConfig
+from handrail.server.reach import retry_delay
 from handrail.server.reach_config import WebhookConfig, webhook_configs
 from handrail.server.webhooks import sign
 
@@ -102,6 +105,40 @@ async def test_a_failing_receiver_is_retried_with_backoff_then_delivered(tmp_pat
     # Each attempt is signed anew and each verifies.
     for got in receiver.received:
         Webhook(WEBHOOK_SECRET).verify(got.body, got.headers)
+
+
+def test_retry_delays_double_from_the_backoff_capped_at_an_hour_with_some_jitter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(random, "random", lambda: 0.0)
+    assert [retry_delay(5, attempt) for attempt in (1, 2, 3, 4)] == [5, 10, 20, 40]
+    assert retry_delay(5, 30) == 3600
+    monkeypatch.setattr(random, "random", lambda: 0.999)
+    assert 5 < retry_delay(5, 1) < 5.5
+    assert 3600 < retry_delay(5, 30) < 3960
+
+
+async def test_a_failed_attempt_waits_its_backoff_before_the_next(tmp_path: Path) -> None:
+    with receiving(plan=[500]) as receiver:
+        webhooks = [hook(receiver.url, backoff=60)]
+        async with start_api(sqlite_url(tmp_path), tmp_path, webhooks=webhooks) as api:
+            reach = api.app.state.reach
+            await reach.handle(ask_event())
+
+            async def tried_once() -> list[dict[str, Any]] | None:
+                found = await deliveries(api, "root")
+                return found if found and found[0]["attempts"] == 1 else None
+
+            [delivery] = await eventually(tried_once)
+            assert delivery["status"] == "pending"
+            waits = dt.datetime.fromisoformat(delivery["nextAttempt"]) - dt.datetime.fromisoformat(
+                delivery["updated"]
+            )
+            assert 59.9 <= waits.total_seconds() <= 66.1  # 60 s and up to 10% jitter
+            # However often the worker looks, nothing is sent again before then.
+            for _ in range(5):
+                assert await reach.run_due() == 0
+            assert len(receiver.received) == 1
 
 
 async def test_attempts_run_out_and_the_delivery_fails(tmp_path: Path) -> None:
