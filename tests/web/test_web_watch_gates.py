@@ -1,0 +1,48 @@
+"""The watch names the real gate behind each card: a permission, a confirmation with its live
+countdown, a clarify (each read from the conversation's view, not guessed from the card)."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Locator, expect
+from web_pages import App, command
+
+from demo_server import DemoServer
+
+
+def test_the_watch_names_permission_confirmation_and_clarify_gates(
+    phone: App, demo_server: DemoServer
+) -> None:
+    demo_server.reset_policy("bob")
+    permission = demo_server.ask("bob", command("call delete_note", {"title": "Gate draft"}))
+    assert permission["pendingAsk"]["kind"] == "choice"
+    clarify = demo_server.ask("bob", "Create a database")
+    assert clarify["pendingAsk"]["kind"] == "form"
+    with demo_server.api("bob") as api:
+        api.put("/permissions/booking", json={"level": "non-consequential"}).raise_for_status()
+    booking = {"date": "2027-03-15", "time": "20:00", "notes": "Watch gate"}
+    confirmation = demo_server.ask("bob", command("call book_slot", booking))
+    assert confirmation["pendingAsk"]["kind"] == "confirm"
+
+    phone.sign_in_as("bob", "/watch")
+    cards = phone.page.locator(".simple-card")
+
+    def gate_of(text: str) -> Locator:
+        return cards.filter(has_text=text).last.locator(".watch-gate")
+
+    expect(gate_of("Allow Notes to use its tools?")).to_contain_text("Permission")
+    expect(gate_of("Create database")).to_contain_text("Clarify")
+    confirm_gate = gate_of("Watch gate")
+    expect(confirm_gate).to_contain_text("Confirmation")
+    expect(confirm_gate.locator(".watch-countdown")).to_have_text(
+        re.compile(r"· expires in \d+:\d\d")
+    )
+    phone.shoot("watch-gates")
+    # Leave nothing waiting for the other tests of the session.
+    with demo_server.api("bob") as api:
+        for asked in (permission, clarify, confirmation):
+            cancel = {"toolCallId": asked["pendingAsk"]["toolCallId"], "action": "cancel"}
+            api.post(
+                f"/histories/{asked['historyId']}/turn", json={"askResponse": cancel}
+            ).raise_for_status()
