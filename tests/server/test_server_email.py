@@ -147,6 +147,26 @@ async def test_a_link_of_an_ask_answered_in_the_app_says_answered(tmp_path: Path
         assert "Confirm" not in page.text
 
 
+async def test_a_link_of_an_ask_replaced_by_a_new_one_says_answered(tmp_path: Path) -> None:
+    async with emailing(tmp_path) as (api, mailbox):
+        history_id, first = await ask(api)
+        old = links_of(await mailed(mailbox))
+        # A new message cancels the ask, and the turn it starts asks again (same buttons).
+        stream = await api.say(command("ask_confirm", CONFIRM), history_id)
+        second = stream.ask
+        assert second["toolCallId"] != first["toolCallId"]
+        new = links_of(await mailed(mailbox, count=2))
+        assert list(new) == list(old)
+        for method in ("GET", "POST"):
+            page = await api.client.request(method, f"/links/{old['Delete 14 todos']}")
+            assert page.status_code == 409
+            assert "This ask was already answered" in page.text
+        # The old link answered nothing: the new ask still waits, and its own link answers it.
+        assert (await api.history(history_id))["pendingAsk"]["toolCallId"] == second["toolCallId"]
+        sent = await api.client.post(f"/links/{new['Keep them']}")
+        assert sent.status_code == 200, sent.text
+
+
 async def test_expired_and_forged_links_say_so(tmp_path: Path) -> None:
     async with emailing(tmp_path) as (api, mailbox):
         history_id, _pending = await ask(api)
