@@ -1,14 +1,16 @@
 """The watch names the real gate behind each card: a permission, a confirmation with its live
-countdown, a clarify (each read from the conversation's view, not guessed from the card)."""
+countdown, a clarify (each read from the conversation's view, not guessed from the card); and
+a confirmed call that then failed says so after the tap."""
 
 from __future__ import annotations
 
 import re
 
+import httpx
 from playwright.sync_api import Locator, expect
 from web_pages import App, command
 
-from demo_server import DemoServer
+from demo_server import TOKENS, DemoServer
 
 
 def test_the_watch_names_permission_confirmation_and_clarify_gates(
@@ -46,3 +48,29 @@ def test_the_watch_names_permission_confirmation_and_clarify_gates(
             api.post(
                 f"/histories/{asked['historyId']}/turn", json={"askResponse": cancel}
             ).raise_for_status()
+
+
+def test_a_confirmed_call_that_then_failed_says_so_on_the_watch(
+    phone: App, demo_server: DemoServer
+) -> None:
+    demo_server.reset_policy("bob")
+    with demo_server.api("bob") as api:
+        api.put("/permissions/booking", json={"level": "non-consequential"}).raise_for_status()
+    booking = {"date": "2027-03-16", "time": "20:00", "notes": "Refused on the watch"}
+    asked = demo_server.ask("bob", command("call book_slot", booking))
+    assert asked["pendingAsk"]["kind"] == "confirm"
+    fault = {"status": 400, "body": {"error": "The kitchen is closed.", "code": "CLOSED"}}
+    queued = httpx.post(
+        demo_server.url + "/demo/booking/control",
+        json={"path": "/bookings", "next": [fault]},
+        headers={"Authorization": f"Bearer {TOKENS['admin']}"},
+        timeout=10,
+    )
+    assert queued.status_code == 200, queued.text
+    phone.sign_in_as("bob", "/watch")
+    card = phone.page.locator(".simple-card").filter(has_text="Refused on the watch")
+    expect(card.locator(".watch-gate")).to_contain_text("Confirmation")
+    card.get_by_role("button", name="Confirm").click()
+    status = phone.page.get_by_role("status").filter(has_text="sent")
+    expect(status).to_contain_text("“Confirm” was sent, but the call failed: ")
+    expect(status).to_contain_text("400")
