@@ -60,13 +60,13 @@ async def conversation(
 
 
 async def found(store: Store, owner: str, query: str) -> list[str]:
-    page = await store.histories.search_page(owner, query, limit=50)
+    page = await store.histories.list_page(owner, limit=50, query=query)
     assert page.next is None
     return [h.id for h in page.items]
 
 
 async def in_inbox(store: Store, owner: str, query: str) -> list[str]:
-    page = await store.histories.pending_search_page(owner, query, limit=50)
+    page = await store.histories.pending_page(owner, limit=50, query=query)
     assert page.next is None
     return [h.id for h in page.items]
 
@@ -130,7 +130,7 @@ async def test_a_search_is_paged_newest_first(store: Store) -> None:
     seen: list[str] = []
     after = None
     for _ in range(5):
-        page = await store.histories.search_page("alice", "MATCH", limit=2, after=after)
+        page = await store.histories.list_page("alice", limit=2, after=after, query="MATCH")
         seen.extend(h.id for h in page.items)
         after = page.next
         if after is None:
@@ -217,12 +217,12 @@ async def test_the_migration_gives_existing_rows_their_keys(database_url: str) -
                 await db.write(row_count, insert(history_rows).values(row))
         await db.write(_to_head)
         repo = HistoryRepo(db)
-        assert [h.id for h in (await repo.search_page("alice", "old trip", limit=5)).items] == [
+        assert [h.id for h in (await repo.list_page("alice", limit=5, query="old trip")).items] == [
             "a" * 24
         ]
-        found = (await repo.search_page("alice", "über b", limit=5)).items
+        found = (await repo.list_page("alice", limit=5, query="über b")).items
         assert [h.id for h in found] == ["b" * 24]
-        inbox = (await repo.pending_search_page("alice", "still WAITING", limit=5)).items
+        inbox = (await repo.pending_page("alice", limit=5, query="still WAITING")).items
         assert [h.id for h in inbox] == ["a" * 24]
         await db.write(_back_to_0010)
         await db.write(_to_head)

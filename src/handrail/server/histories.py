@@ -141,11 +141,9 @@ async def list_histories(
     q: Search = None,
 ) -> Response:
     after = decode_cursor(cursor, "histories", principal.user_id)
-    histories = store_of(request).histories
-    if q is None:
-        page = await histories.list_page(principal.user_id, limit=limit, after=after)
-    else:
-        page = await histories.search_page(principal.user_id, q, limit=limit, after=after)
+    page = await store_of(request).histories.list_page(
+        principal.user_id, limit=limit, after=after, query=q
+    )
     return await paged_response(
         request, page, history_json, list_name="histories", user_id=principal.user_id, limit=limit
     )

@@ -29,11 +29,9 @@ async def list_inbox(
     q: Search = None,
 ) -> Response:
     after = decode_cursor(cursor, "inbox", principal.user_id)
-    histories = store_of(request).histories
-    if q is None:
-        page = await histories.pending_page(principal.user_id, limit=limit, after=after)
-    else:
-        page = await histories.pending_search_page(principal.user_id, q, limit=limit, after=after)
+    page = await store_of(request).histories.pending_page(
+        principal.user_id, limit=limit, after=after, query=q
+    )
     return await paged_response(
         request, page, inbox_item, list_name="inbox", user_id=principal.user_id, limit=limit
     )

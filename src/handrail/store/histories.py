@@ -144,31 +144,20 @@ class HistoryRepo:
         return page.items
 
     async def list_page(
-        self, owner_id: str, *, limit: int, after: Position | None = None
+        self,
+        owner_id: str,
+        *,
+        limit: int,
+        after: Position | None = None,
+        query: str | None = None,
     ) -> Page[History]:
         """At most `limit` (1 to `MAX_LIMIT`) of the owner's histories, ordered by
-        ``(created, id)`` descending, after `after` (a `Page.next`)."""
-        checked = checked_limit(limit)
-        return await self._db.read(_page, owner_id, pending=False, limit=checked, after=after)
-
-    async def search_page(
-        self, owner_id: str, query: str, *, limit: int, after: Position | None = None
-    ) -> Page[History]:
-        """`list_page` of the owner's histories whose title or a message's text holds `query`,
-        case-insensitively (see `handrail.store.search`)."""
+        ``(created, id)`` descending, after `after` (a `Page.next`). With `query`, only those
+        whose title or a message's text holds it, case-insensitively (see
+        `handrail.store.search`)."""
         checked = checked_limit(limit)
         return await self._db.read(
             _page, owner_id, pending=False, limit=checked, after=after, query=query
-        )
-
-    async def pending_search_page(
-        self, owner_id: str, query: str, *, limit: int, after: Position | None = None
-    ) -> Page[History]:
-        """`pending_page` of the histories whose pending ask's title or prompt (a clarify
-        ask's questions), or whose title, holds `query`, case-insensitively."""
-        checked = checked_limit(limit)
-        return await self._db.read(
-            _page, owner_id, pending=True, limit=checked, after=after, query=query
         )
 
     async def pending(self, owner_id: str) -> builtins.list[History]:
@@ -178,13 +167,21 @@ class HistoryRepo:
         return page.items
 
     async def pending_page(
-        self, owner_id: str, *, limit: int, after: Position | None = None
+        self,
+        owner_id: str,
+        *,
+        limit: int,
+        after: Position | None = None,
+        query: str | None = None,
     ) -> Page[History]:
         """At most `limit` (1 to `MAX_LIMIT`) of the owner's histories that wait on an ask,
         ordered by ``(when the ask was made, id)`` descending, after `after` (a
-        `Page.next`)."""
+        `Page.next`). With `query`, only those whose pending ask's title or prompt (a clarify
+        ask's questions), or whose title, holds it, case-insensitively."""
         checked = checked_limit(limit)
-        return await self._db.read(_page, owner_id, pending=True, limit=checked, after=after)
+        return await self._db.read(
+            _page, owner_id, pending=True, limit=checked, after=after, query=query
+        )
 
     async def rows(self, history_id: str) -> builtins.list[StoredRow]:
         """The history's rows in order, with each ask's current status in ``data.ask.status``.
