@@ -155,17 +155,51 @@ def test_an_unknown_path_is_a_page_not_raw_json(app: App) -> None:
     expect(app.page.get_by_role("button", name="Sign in as alice")).to_be_visible()
 
 
-def test_dark_mode_badges_and_watch_buttons_have_enough_contrast(dark_phone: App) -> None:
+def _low_contrast_badges(page: Page) -> list[str]:
+    """Each badge the page shows under 4.5:1; a page that shows none fails (nothing checked)."""
+    badges = [badge for badge in page.locator(".badge").all() if badge.is_visible()]
+    assert badges, f"no badge shows on {page.url}"
+    low = []
+    for badge in badges:
+        ratio = badge.evaluate(CONTRAST_JS)
+        if ratio < 4.5:
+            low.append(f"{badge.inner_text()!r} ({badge.get_attribute('class')}) is {ratio:.2f}:1")
+    return low
+
+
+def test_dark_mode_badges_and_watch_buttons_have_enough_contrast(
+    dark_phone: App, demo_server: DemoServer
+) -> None:
+    # Real badges: an ask's kind in the inbox and on its card, each tool's safety class on the
+    # Grants page.
+    ask = {"title": "Dark badges", "prompt": "Readable?", "confirmLabel": "Yes"}
+    asked = demo_server.ask("admin", command("ask_confirm", ask))
+    history_id = asked["historyId"]
+    try:
+        dark_phone.sign_in_as("admin", "/inbox")
+        page = dark_phone.page
+        expect(page.locator(f'.inbox-item[data-history-id="{history_id}"]')).to_be_visible()
+        count = page.locator(".nav .count").first
+        expect(count).to_be_visible()
+        ratio = count.evaluate(CONTRAST_JS)
+        assert ratio >= 4.5, f"the header's count badge is {ratio:.2f}:1 in dark mode"
+        low = _low_contrast_badges(page)
+        dark_phone.goto(f"/c/{history_id}")
+        expect(page.locator("article.card .badge")).to_be_visible()
+        low += _low_contrast_badges(page)
+        dark_phone.goto("/grants")
+        for safety_class in ("read-only", "mutating", "consequential"):
+            expect(page.locator(f".badge-{safety_class}").first).to_be_visible()
+        low += _low_contrast_badges(page)
+        assert low == [], low
+    finally:
+        with demo_server.api("admin") as api:
+            no = {"action": "accept", "content": {"confirmed": False}}
+            answer = {"askResponse": {"toolCallId": asked["pendingAsk"]["toolCallId"], **no}}
+            api.post(f"/histories/{history_id}/turn", json=answer).raise_for_status()
+
     items = [confirm_item("call_d", "Delete it", destructive=True), confirm_item("call_k", "Go on")]
     fake_pending(dark_phone.page, items)
-    dark_phone.sign_in_as("admin", "/inbox")
-    count = dark_phone.page.locator(".nav .count").first
-    expect(count).to_be_visible()
-    ratio = count.evaluate(CONTRAST_JS)
-    assert ratio >= 4.5, f"the header's count badge is {ratio:.2f}:1 in dark mode"
-    for badge in dark_phone.page.locator(".badge").all():
-        if badge.is_visible():
-            assert badge.evaluate(CONTRAST_JS) >= 4.5, badge.inner_text()
     dark_phone.goto("/watch")
     buttons = dark_phone.page.locator(".simple-card .btn")
     expect(buttons.first).to_be_visible()
