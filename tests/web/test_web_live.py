@@ -7,7 +7,9 @@ is already waiting, since the server is shared by the session."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from typing import Any
 
 import httpx
@@ -268,6 +270,66 @@ def test_the_inbox_acts_inline_filters_searches_and_denies_in_bulk(
         expect(page.locator(f'.inbox-item[data-history-id="{history_id}"]')).to_have_count(0)
         asker.goto(f"/c/{history_id}")
         expect(asker.page.locator("details.msg.tool").last).to_contain_text("Did not run")
+
+
+def test_the_inbox_answers_typed_kinds_inline(app: App, demo_server: DemoServer) -> None:
+    # Not only card buttons: a markdown draft and a clarify question, typed in the inbox.
+    draft = demo_server.ask(
+        "bob", command("ask_markdown", {"prompt": "Shorten the note.", "initial": "A long note."})
+    )
+    question = {"id": "name", "kind": "text", "question": "What is the database called?"}
+    clarify = demo_server.ask("bob", "clarify " + json.dumps({"prompts": [question]}))
+    app.sign_in_as("bob", "/inbox")
+    _live(app.page)
+    page = app.page
+
+    item = page.locator(f'.inbox-item[data-history-id="{draft["historyId"]}"]')
+    item.get_by_role("button", name="Answer here").click()
+    item.get_by_label("Draft (markdown)").fill("A short note.")
+    item.get_by_role("button", name="Submit").click()
+    expect(item).to_have_count(0)
+
+    item = page.locator(f'.inbox-item[data-history-id="{clarify["historyId"]}"]')
+    item.get_by_role("button", name="Answer here").click()
+    item.get_by_label("What is the database called?").fill("orders")
+    item.get_by_role("button", name="Send answers").click()
+    expect(item).to_have_count(0)
+
+    with demo_server.api("bob") as api:
+        results = []
+        for asked in (draft, clarify):
+            view = api.get(f"/histories/{asked['historyId']}").raise_for_status().json()["data"]
+            assert view["pendingAsk"] is None
+            results += [
+                r["result"]
+                for r in view["rows"]
+                if r["type"] == "tool-result"
+                and r["toolCallId"] == asked["pendingAsk"]["toolCallId"]
+            ]
+    drafted, clarified = results
+    assert drafted["action"] == "accept"
+    assert drafted["content"]["markdown"] == "A short note."
+    assert {"id": "name", "kind": "text", "value": "orders"} in clarified["content"]["answers"]
+
+
+def test_the_inbox_shows_a_gates_expiry(app: App, demo_server: DemoServer) -> None:
+    # A booking's confirmation expires (its ttl_ms is 30 s): the inbox counts it down.
+    with demo_server.api("bob") as api:
+        level = {"level": "non-consequential"}
+        api.put("/permissions/booking", json=level).raise_for_status()
+    day = 1 + int(time.time()) % 28  # a date of its own: other tests book the usual ones
+    book = command("call book_slot", {"date": f"2031-01-{day:02d}", "time": "21:00"})
+    asked = demo_server.ask("bob", book)
+    pending = asked["pendingAsk"]
+    assert pending["toolCallId"].startswith("confirmation_"), pending
+    app.sign_in_as("bob", "/inbox")
+    gate = app.page.locator(f'.inbox-item[data-history-id="{asked["historyId"]}"] .watch-gate')
+    expect(gate).to_contain_text("Confirmation")
+    expect(gate.get_by_role("timer")).to_have_text(re.compile(r"^ · expires in 0:[0-2]\d$"))
+    with demo_server.api("bob") as api:
+        no = {"action": "accept", "content": {"confirmed": False}}
+        answer = {"askResponse": {"toolCallId": pending["toolCallId"], **no}}
+        api.post(f"/histories/{asked['historyId']}/turn", json=answer).raise_for_status()
 
 
 def test_conversations_are_renamed_searched_and_deleted(app: App) -> None:
