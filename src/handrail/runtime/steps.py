@@ -9,7 +9,6 @@ gate table (`gate.py`); nothing here branches on an ask's origin.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -580,26 +579,50 @@ def stopping(run: TurnRun) -> bool:
 
 
 async def until_stopped(run: TurnRun, work: Awaitable[T]) -> T:
-    """`work`'s result; when Stop comes first, `work` is cancelled and `TurnStopped` raised."""
-    if stopping(run):
+    """`work`'s result; when Stop comes first, `work` is cancelled and `TurnStopped` raised.
+
+    `work` runs in the turn's own task: Stop cancels that task while it waits here (as
+    `asyncio.timeout` does), and the cancellation this caused is taken back once it has
+    ended `work`. A cancellation from elsewhere (the server stopping) goes on as it came."""
+    stop = run.turn.stop_requested
+    if stop.is_set():
         if asyncio.iscoroutine(work):
             work.close()
         raise TurnStopped
-    task = asyncio.ensure_future(work)
-    stop = asyncio.ensure_future(run.turn.stop_requested.wait())
+    task = asyncio.current_task()
+    if task is None:  # not in a task: nothing to cancel
+        return await work
+    inside = True
+    cancelled = False
+
+    def cancel() -> None:
+        nonlocal cancelled
+        if asyncio.current_task() is task:
+            # Stop asked from inside `work` itself: cancelled at its next wait.
+            task.get_loop().call_soon(cancel_now)
+        else:
+            cancel_now()
+
+    def cancel_now() -> None:
+        nonlocal cancelled
+        if inside and not cancelled:
+            cancelled = True
+            task.cancel()
+
+    stop.watch(cancel)
     try:
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        task.cancel()  # the turn itself is cancelled (the server is stopping)
+        result = await work
+    except asyncio.CancelledError:
+        if cancelled and task.uncancel() == 0:
+            raise TurnStopped from None
         raise
     finally:
-        stop.cancel()
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+        inside = False
+        stop.unwatch(cancel)
+    if cancelled:  # `work` caught its cancellation and returned
+        task.uncancel()
         raise TurnStopped
-    return task.result()
+    return result
 
 
 async def _run_tool(

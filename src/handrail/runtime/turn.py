@@ -7,7 +7,8 @@ that stops reading (a client that disconnects) does not stop the turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,37 @@ class TurnStopped(Exception):
     runtime saves what the turn did and ends it."""
 
 
+class StopRequest:
+    """Whether the person asked a turn to stop (`Turn.stop_requested`). `set` also calls the
+    watchers that `steps.until_stopped` registers while a model step or a tool runs: they
+    cancel that work in the turn's own task (no task of its own for each step)."""
+
+    __slots__ = ("_set", "_watchers")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._watchers: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if self._set:
+            return
+        self._set = True
+        watchers, self._watchers = self._watchers, []
+        for watcher in watchers:
+            watcher()
+
+    def watch(self, watcher: Callable[[], None]) -> None:
+        """Call `watcher` once when the stop is requested (until `unwatch`)."""
+        self._watchers.append(watcher)
+
+    def unwatch(self, watcher: Callable[[], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._watchers.remove(watcher)
+
+
 class Turn:
     """The events of one turn, in order. Iterate it for the stream, or await `result()`."""
 
@@ -61,7 +93,7 @@ class Turn:
         #: What the turn does now, as its last ``turn.progress`` event said (None: starting).
         self.progress: dict[str, Any] | None = None
         #: Set when the person asked the turn to stop; the turn ends at its next safe point.
-        self.stop_requested = asyncio.Event()
+        self.stop_requested = StopRequest()
         #: True once the turn ended because of Stop.
         self.stopped = False
         self._events: list[Event] = []
