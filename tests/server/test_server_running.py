@@ -19,6 +19,7 @@ from examples import plan
 from handrail._util import utc_now
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.base import Model, ModelRequest, TextDelta
+from handrail.runtime.running import WRITE_AFTER
 from handrail.runtime.tools import ToolSet
 from handrail.runtime.turn import Turn
 from handrail.store.running import RunningTurn
@@ -214,3 +215,51 @@ async def test_the_board_reads_another_processs_row_and_never_its_own_lapsed_one
 
 def _fields(running: RunningTurn) -> dict[str, Any]:
     return {name: getattr(running, name) for name in RunningTurn.__slots__}
+
+
+async def test_a_turn_that_ends_before_the_write_costs_the_database_nothing(
+    gated: tuple[Api, Gate],
+) -> None:
+    """On PostgreSQL the board writes `WRITE_AFTER` after a change: a turn that is over by
+    then writes no row and removes none; one that runs longer is written, then removed."""
+    api, _ = gated
+    runtime = api.app.state.runtime
+    board = runtime.running
+    flushes: list[tuple[list[str], list[str]]] = []
+    flush = api.store.running.flush
+
+    async def counted(owner: str, put: Any, drop: Any) -> None:
+        flushes.append(([r.history_id for r in put], list(drop)))
+        await flush(owner, put, drop)
+
+    api.store.running.flush = counted  # type: ignore[method-assign]
+    quick = await api.store.histories.create("alice", agent="worker")
+    turn = Turn(quick.id, user_id="alice")
+    board.started(turn)
+    board.progressed(turn, {"phase": "thinking"})
+    board.ended(turn)
+    await asyncio.sleep(WRITE_AFTER * 4)
+    assert all(quick.id not in put + drop for put, drop in flushes)
+
+    slow = await api.store.histories.create("alice", agent="worker")
+    turn = Turn(slow.id, user_id="alice")
+    board.started(turn)
+    if api.store.db.backend == "sqlite":
+        await asyncio.sleep(WRITE_AFTER * 4)
+        board.ended(turn)
+        assert flushes == []  # one process: the board is all there is
+        return
+    for _ in range(READS):
+        if await api.store.running.get(slow.id, now=utc_now()) is not None:
+            break
+        await asyncio.sleep(WRITE_AFTER / 4)
+    written = await api.store.running.get(slow.id, now=utc_now())
+    assert written is not None
+    assert written.turn_id == turn.id
+    board.ended(turn)
+    for _ in range(READS):
+        if await api.store.running.get(slow.id, now=utc_now()) is None:
+            break
+        await asyncio.sleep(WRITE_AFTER / 4)
+    assert await api.store.running.get(slow.id, now=utc_now()) is None
+    assert ([], [slow.id]) in flushes

@@ -4,8 +4,9 @@
 `RunningBoard` keeps the state of this process's turns as they go (started, each
 ``turn.progress``, ended). On PostgreSQL, where other processes serve the same conversations,
 it also keeps it in the database (`handrail.store.running`): a writer task writes what changed
-since its last write in one transaction (so a turn never waits for it, and a phase that lasted
-less than one write costs nothing), and renews this process's rows every third of the lease
+since its last write in one transaction (so a turn never waits for it), `WRITE_AFTER` after the
+first change it has not written: a turn that ends sooner costs the database nothing, and a phase
+that lasted less than that is never written. It renews this process's rows every third of the lease
 time with one statement. A conversation's state is this process's own when the turn runs here,
 else the database's row, unless that row lapsed (its process stopped: read as not running).
 On SQLite there is one process, and the board is all there is, as with the event bus.
@@ -33,6 +34,9 @@ log = logging.getLogger("handrail.runtime")
 #: The phase of a turn before its first ``turn.progress`` event.
 STARTING: Final = "starting"
 
+#: Seconds the writer waits after a change before it writes (changes meanwhile go with it).
+WRITE_AFTER: Final = 0.1
+
 
 class RunningBoard:
     """The running turns of one runtime, and the reads of every process's."""
@@ -41,6 +45,8 @@ class RunningBoard:
         self.runtime = runtime
         self._local: dict[str, RunningTurn] = {}
         self._dirty: set[str] = set()
+        #: The conversations whose row this process wrote and has not removed.
+        self._written: set[str] = set()
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closing = False
@@ -114,6 +120,10 @@ class RunningBoard:
         while not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), every)
+            if self._closing:
+                return
+            if self._wake.is_set():
+                await asyncio.sleep(WRITE_AFTER)
             self._wake.clear()
             if self._closing:
                 return
@@ -125,12 +135,15 @@ class RunningBoard:
     async def _write(self) -> None:
         dirty, self._dirty = self._dirty, set()
         put = [self._local[h] for h in dirty if h in self._local]
-        drop = [h for h in dirty if h not in self._local]
+        # A turn that ended before its row was written has no row to remove.
+        drop = [h for h in dirty if h not in self._local and h in self._written]
         try:
             await self.runtime.store.running.flush(self.runtime.owner, put, drop)
         except BaseException:
             self._dirty |= dirty  # written with the next change, or the next renewal
             raise
+        self._written.difference_update(drop)
+        self._written.update(r.history_id for r in put)
         now = utc_now()
         due = now - self._last_renewal >= dt.timedelta(seconds=self.runtime.lease_s / 3)
         if due and self._local:
