@@ -17,6 +17,7 @@ from server_helpers import Api, command, sqlite_url, start_api
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from handrail.errors import ConfigError
+from handrail.runtime.agent import Agent
 from handrail.server import ServerConfig
 from handrail.server.reach import retry_delay
 from handrail.server.reach_config import WebhookConfig, webhook_configs
@@ -286,6 +287,26 @@ async def test_the_runtimes_ask_events_are_posted(database_url: str, tmp_path: P
     assert by_type["ask.answered"]["toolCallId"] == tool_call_id
     assert by_type["ask.answered"]["action"] == "accept"
     assert {r.headers["webhook-id"] for r in receiver.received} == {d["eventId"] for d in found}
+
+
+async def test_a_reminder_is_posted_too(tmp_path: Path) -> None:
+    agents = [Agent("helper", instructions="You help people.", remind_after=30)]
+    with receiving() as receiver:
+        webhooks = [hook(receiver.url)]
+        async with start_api(
+            sqlite_url(tmp_path), tmp_path, webhooks=webhooks, agents=agents
+        ) as api:
+            stream = await api.say(command("ask_confirm", {"prompt": "Ship it?"}))
+            await settled(api, count=1)
+            later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=31)
+            await api.app.state.runtime.sweep_gates(later)
+            found = await settled(api, count=2)
+    assert sorted(d["type"] for d in found) == ["ask.created", "ask.reminder"]
+    bodies = [Webhook(WEBHOOK_SECRET).verify(r.body, r.headers) for r in receiver.received]
+    [reminder] = [b for b in bodies if b["type"] == "ask.reminder"]
+    assert reminder["data"]["historyId"] == stream.history_id
+    assert reminder["data"]["ask"]["toolCallId"] == stream.ask["toolCallId"]
+    assert len({r.headers["webhook-id"] for r in receiver.received}) == 2
 
 
 async def test_two_processes_on_postgresql_post_each_event_once(
