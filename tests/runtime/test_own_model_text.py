@@ -3,10 +3,17 @@ databases cannot hold: the step runner makes every model's output storable."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 
 from handrail.runtime.agent import Agent
-from handrail.runtime.models.base import ModelEvent, ModelRequest, TextDelta
+from handrail.runtime.models.base import (
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    storable_output,
+    storable_stream,
+)
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
 from handrail.store import Store
@@ -41,4 +48,43 @@ async def test_an_own_models_unstorable_text_is_replaced(store: Store) -> None:
         "a\ufffdb \ufffd",
         "a\ufffdb \ufffd",
     ]
+    await runtime.aclose()
+
+
+class CleanModel(RawModel):
+    """Uses `storable_stream`: cleaned once, where it streams."""
+
+    @storable_stream
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta(text="c\x00d")
+
+
+class CopiedModel(CleanModel):
+    """Takes `CleanModel.stream`'s name and attributes (`functools.wraps`) but streams raw
+    text of its own: still cleaned by the step runner."""
+
+    @functools.wraps(CleanModel.stream)
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta(text="e\x00f")
+
+
+async def test_storable_output_cleans_each_models_text_once(store: Store) -> None:
+    request = ModelRequest(system="", messages=())
+    seen = {}
+    for model in (RawModel(), CleanModel(), CopiedModel()):
+        seen[type(model).__name__] = "".join(
+            [
+                event.text
+                async for event in storable_output(model, request)
+                if isinstance(event, TextDelta)
+            ]
+        )
+    assert seen == {
+        "RawModel": "a\ufffdb \ufffd",
+        "CleanModel": "c\ufffdd",
+        "CopiedModel": "e\ufffdf",
+    }
+    runtime = Runtime(store=store, agents=Agent("plain"), model=CopiedModel())
+    result = await (await runtime.start_prompt(Principal(user_id="alice"), "hi")).result()
+    assert result.text == "e\ufffdf"
     await runtime.aclose()

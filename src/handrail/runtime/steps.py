@@ -42,7 +42,7 @@ from .gate import (
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
 from .messages import AssistantMessage, FilePart, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
-from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_events
+from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_output
 from .page_tools import PageTools
 from .prompting import CLARIFY_TOOL, TurnSetup
 from .rows import Row, assistant_row, call_row, result_row
@@ -157,9 +157,10 @@ class StepRunner:
     async def _model_step(
         self, run: TurnRun, request: ModelRequest, text: list[str], calls: list[ToolCall]
     ) -> None:
-        # Every model's output is made storable here too: a model of the user's own that
-        # does not use `storable_stream` cannot break a turn with NUL or lone surrogates.
-        async for event in storable_events(run.model.stream(request)):
+        # Every model's output is storable: a model of the user's own that does not use
+        # `storable_stream` cannot break a turn with NUL or lone surrogates (one that does is
+        # not cleaned twice).
+        async for event in storable_output(run.model, request):
             if isinstance(event, TextDelta) and event.text:
                 text.append(event.text)
                 run.output = True

@@ -12,9 +12,10 @@ arguments become U+FFFD (`handrail._util.storable`). A model of your own should 
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..._util import REPLACEMENT, storable, storable_text
 from ...connections.instructions import Snapshot
@@ -170,4 +171,19 @@ def storable_stream(
     def wrapper(self: S, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return storable_events(stream(self, request))
 
+    _STORABLE_STREAMS.add(wrapper)
     return wrapper
+
+
+#: The methods `storable_stream` made (by identity: a copy of one's attributes is not one).
+_STORABLE_STREAMS: Final[weakref.WeakSet[Callable[..., Any]]] = weakref.WeakSet()
+
+
+def storable_output(model: Model, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    """`model`'s stream of one step, storable (`storable_events`): as it comes when its
+    ``stream`` is a `storable_stream` method (it is made storable there already), else
+    through `storable_events` here."""
+    stream = model.stream
+    if getattr(stream, "__func__", None) in _STORABLE_STREAMS:
+        return stream(request)
+    return storable_events(stream(request))
