@@ -7,15 +7,16 @@ import datetime as dt
 import json
 import os
 import re
-import secrets
+import time
 from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
 
 def new_id() -> str:
-    """A new id: 24 lowercase hex characters."""
-    return secrets.token_hex(12)
+    """A new id: 24 lowercase hex characters (`secrets.token_hex(12)` without its two calls
+    around `os.urandom`)."""
+    return os.urandom(12).hex()
 
 
 def new_uuid4() -> str:
@@ -29,9 +30,14 @@ def new_uuid4() -> str:
 
 
 def utc_now() -> dt.datetime:
-    """Now, in UTC, to the millisecond."""
-    now = dt.datetime.now(dt.UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+    """Now, in UTC, to the millisecond (cut, not rounded)."""
+    # The same clock as `datetime.now`, a third of its cost with the `replace`: a whole
+    # number of milliseconds over 1000 is within a tenth of a microsecond of itself as a
+    # float, and `fromtimestamp` rounds to the microsecond.
+    return _FROM_TIMESTAMP(time.time_ns() // 1_000_000 / 1000, dt.UTC)
+
+
+_FROM_TIMESTAMP: Final = dt.datetime.fromtimestamp
 
 
 def iso(moment: dt.datetime) -> str:
