@@ -50,7 +50,7 @@ class GatedModel:
 def dead(runtime: Runtime) -> Runtime:
     """`runtime` as a process that stopped would be: its leases are never renewed."""
 
-    async def no_heartbeat(history_id: str) -> None:
+    async def no_heartbeat(history_id: str, **_: Any) -> None:
         await asyncio.Event().wait()
 
     runtime.recovery.heartbeat = no_heartbeat  # type: ignore[method-assign]
@@ -126,6 +126,31 @@ async def test_an_answer_whose_process_stopped_is_finished_by_another(store: Sto
     history = await store.histories.get(history_id)
     assert history is not None
     assert history.pending_ask is None
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_a_live_process_renews_its_lease_and_keeps_its_turn(store: Store) -> None:
+    model_a = GatedModel()
+    a = Runtime(store=store, agents=Agent("ops"), model=model_a, lease_s=LEASE)
+    b = Runtime(store=store, agents=Agent("ops"), model=ScriptedModel(), lease_s=LEASE)
+    history_id, call_id = await paused_choice(a)
+    model_a.armed = True
+    answer = {"toolCallId": call_id, "action": "accept", "content": {"selected": ["b"]}}
+    turn_a = await a.start_answer(ALICE, history_id, answer)
+    await model_a.waiting.wait()  # the answer is committed; the reply's step waits
+    first = await store.leases.get(history_id)
+    assert first is not None
+    await asyncio.sleep(LEASE * 2.5)  # past the first lease: only renewals keep it
+    renewed = await store.leases.get(history_id)
+    assert renewed is not None
+    assert renewed.owner == a.owner
+    assert renewed.until > first.until
+    assert await b.recovery.sweep() == []
+    model_a.release.set()
+    done = await result(turn_a)
+    assert done["text"] == 'ask_choice returned: {"action":"accept","content":{"selected":["b"]}}'
+    assert await store.leases.get(history_id) is None
     await a.aclose()
     await b.aclose()
 

@@ -25,6 +25,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from .._util import utc_now
@@ -65,20 +66,43 @@ class Recovery:
     def _until(self) -> dt.datetime:
         return utc_now() + dt.timedelta(seconds=self.runtime.lease_s)
 
-    async def heartbeat(self, history_id: str) -> None:
-        """Renew this runtime's lease on `history_id` until cancelled or lost."""
+    def keep_alive(self, history_id: str) -> Callable[[], None]:
+        """Renew this runtime's lease on `history_id` every third of a lease until the
+        returned function is called (or the lease is lost). The task that renews it is made
+        when the first renewal is due: most turns end long before."""
         every = self.runtime.lease_s / 3
-        while True:
+        task: asyncio.Task[None] | None = None
+
+        def due() -> None:
+            nonlocal task
+            task = asyncio.create_task(self.heartbeat(history_id, wait_first=False))
+
+        timer = asyncio.get_running_loop().call_later(every, due)
+
+        def stop() -> None:
+            timer.cancel()
+            if task is not None:
+                task.cancel()
+
+        return stop
+
+    async def heartbeat(self, history_id: str, *, wait_first: bool = True) -> None:
+        """Renew this runtime's lease on `history_id` every third of a lease (the first time
+        at once unless `wait_first`) until cancelled or lost."""
+        every = self.runtime.lease_s / 3
+        if wait_first:
             await asyncio.sleep(every)
+        while True:
             try:
                 held = await self.store.leases.heartbeat(
                     history_id, self.runtime.owner, self._until()
                 )
             except Exception:
                 log.warning("could not renew the turn lease of %s", history_id, exc_info=True)
-                continue
+                held = True  # tried again at the next beat
             if not held:
                 return
+            await asyncio.sleep(every)
 
     def start(self) -> None:
         """Sweep for lapsed leases every half lease, until `stop`."""

@@ -775,9 +775,7 @@ class Runtime:
         """Run `work` as the turn's own task; a `leased` turn renews its lease meanwhile."""
 
         async def runner() -> None:
-            beating = (
-                asyncio.create_task(self.recovery.heartbeat(turn.history_id)) if leased else None
-            )
+            stop_beating = self.recovery.keep_alive(turn.history_id) if leased else None
             self.stopper.running[turn.history_id] = turn
             self.running.started(turn)
             await self._turn_event(turn, "turn.started", {})
@@ -794,8 +792,8 @@ class Runtime:
                 await turn.emit(error_event(turn.error))
                 await turn.emit(done_event(turn.history_id))
             finally:
-                if beating is not None:
-                    beating.cancel()
+                if stop_beating is not None:
+                    stop_beating()
                 if self.stopper.running.get(turn.history_id) is turn:
                     del self.stopper.running[turn.history_id]
                 self.running.ended(turn)
