@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,12 @@ import httpx
 import pytest
 
 from handrail.actions import ActionConfigError, compile_action_set
-from handrail.demo.booking_api import booking_action_set, create_booking_app, serve_booking_api
+from handrail.demo.booking_api import (
+    BOOKING_YAML,
+    booking_action_set,
+    create_booking_app,
+    serve_booking_api,
+)
 from handrail.errors import (
     AlreadyApproved,
     ConfigError,
@@ -532,17 +538,16 @@ async def test_the_audit_log_holds_no_file_bytes_or_data_url(store: Store) -> No
         await notes.close()
 
 
-async def test_a_confirmation_with_an_approver_is_sent_once_by_their_confirm(
-    store: Store,
-) -> None:
-    from handrail.demo.booking_api import BOOKING_YAML
-
+@contextlib.asynccontextmanager
+async def booking_runtime(
+    store: Store, rule: str
+) -> AsyncIterator[tuple[Runtime, Callable[[], Awaitable[int]]]]:
+    """A runtime with the demo's booking action set against a booking API of its own, its
+    ``book_slot`` action given `rule` (a line of YAML); and a count of the bookings posted."""
     async with serve_booking_api(create_booking_app()) as base_url:
         text = BOOKING_YAML.read_text(encoding="utf-8")
         text = re.sub(r"(?m)^base_url:.*$", "base_url: " + json.dumps(base_url), text)
-        text = text.replace(
-            "  - name: book_slot\n", "  - name: book_slot\n    approvers: [bob]\n", 1
-        )
+        text = text.replace("  - name: book_slot\n", f"  - name: book_slot\n    {rule}\n", 1)
         agent = Agent("concierge", action_sets=[compile_action_set(text, env={})])
         runtime = Runtime(store=store, agents=agent, model=ScriptedModel())
         await store.permissions.set("alice", "booking", "non-consequential")
@@ -553,33 +558,40 @@ async def test_a_confirmation_with_an_approver_is_sent_once_by_their_confirm(
             return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
 
         try:
-            args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
-            first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
-            ask = ask_of([e async for e in first.stream()])
-            assert ask["origin"] == "confirmation"
-            assert ask["approvers"] == ["bob"]
-            response = {"toolCallId": ask["toolCallId"], **APPROVE}
-            with pytest.raises(NotApprover):
-                await runtime.start_answer(ALICE, first.history_id, response)
-            with pytest.raises(NotOwner):
-                await runtime.start_approval(CAROL, first.history_id, response)
-            assert await posts() == 0
-            turn = await runtime.start_approval(BOB, first.history_id, response, via="card")
-            events = [e async for e in turn.stream()]
-            assert await posts() == 1
-            result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
-            assert result["status"] == "completed"
-            records = await store.audit.for_history(first.history_id)
-            assert [(r.action, r.actor) for r in records] == [
-                ("gate.asked", "agent:concierge"),
-                ("gate.approved", "bob"),
-                ("gate.outcome", "agent:concierge"),
-            ]
-            assert records[0].changes["previewDigest"]
-            assert records[2].changes["status"] == "succeeded"
+            yield runtime, posts
         finally:
             await runtime.aclose()
             await http.aclose()
+
+
+async def test_a_confirmation_with_an_approver_is_sent_once_by_their_confirm(
+    store: Store,
+) -> None:
+    async with booking_runtime(store, "approvers: [bob]") as (runtime, posts):
+        args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
+        first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
+        ask = ask_of([e async for e in first.stream()])
+        assert ask["origin"] == "confirmation"
+        assert ask["approvers"] == ["bob"]
+        response = {"toolCallId": ask["toolCallId"], **APPROVE}
+        with pytest.raises(NotApprover):
+            await runtime.start_answer(ALICE, first.history_id, response)
+        with pytest.raises(NotOwner):
+            await runtime.start_approval(CAROL, first.history_id, response)
+        assert await posts() == 0
+        turn = await runtime.start_approval(BOB, first.history_id, response, via="card")
+        events = [e async for e in turn.stream()]
+        assert await posts() == 1
+        result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+        assert result["status"] == "completed"
+        records = await store.audit.for_history(first.history_id)
+        assert [(r.action, r.actor) for r in records] == [
+            ("gate.asked", "agent:concierge"),
+            ("gate.approved", "bob"),
+            ("gate.outcome", "agent:concierge"),
+        ]
+        assert records[0].changes["previewDigest"]
+        assert records[2].changes["status"] == "succeeded"
 
 
 async def test_the_owner_hears_each_approval_on_the_event_bus(store: Store) -> None:
@@ -607,47 +619,27 @@ async def test_an_actions_expiry_cancels_its_confirmation_and_nothing_is_sent(
 ) -> None:
     """An action's ``expires_after`` (10 s) is earlier than its confirmation's TTL (30 s): the
     ask expires then, cancelled ``expired``; the model is told and the request is never sent."""
-    from handrail.demo.booking_api import BOOKING_YAML
-
-    async with serve_booking_api(create_booking_app()) as base_url:
-        text = BOOKING_YAML.read_text(encoding="utf-8")
-        text = re.sub(r"(?m)^base_url:.*$", "base_url: " + json.dumps(base_url), text)
-        text = text.replace(
-            "  - name: book_slot\n", "  - name: book_slot\n    expires_after: 10\n", 1
-        )
-        agent = Agent("concierge", action_sets=[compile_action_set(text, env={})])
-        runtime = Runtime(store=store, agents=agent, model=ScriptedModel())
-        await store.permissions.set("alice", "booking", "non-consequential")
-        http = httpx.AsyncClient(base_url=base_url)
-
-        async def posts() -> int:
-            stats = (await http.get("/stats")).json()["requests"]
-            return sum(1 for r in stats if r["method"] == "POST" and r["path"] == "/bookings")
-
-        try:
-            args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
-            first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
-            ask = ask_of([e async for e in first.stream()])
-            assert ask["origin"] == "confirmation"
-            history = await store.histories.get(first.history_id)
-            assert history is not None
-            assert history.pending_ask is not None
-            created = dt.datetime.fromisoformat(history.pending_ask.created.replace("Z", "+00:00"))
-            expires = dt.datetime.fromisoformat(ask["expiresAt"].replace("Z", "+00:00"))
-            assert dt.timedelta(seconds=9) <= expires - created <= dt.timedelta(seconds=11)
-            assert await runtime.sweep_gates(created + dt.timedelta(seconds=5)) == []
-            [turn] = await runtime.sweep_gates(created + dt.timedelta(seconds=12))
-            events = [e async for e in turn.stream()]
-            result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
-            assert result == {"approved": False, "reason": "expired"}
-            assert await posts() == 0
-            with pytest.raises(NotPending):
-                await runtime.start_answer(
-                    ALICE, first.history_id, {"toolCallId": ask["toolCallId"], **APPROVE}
-                )
-            assert await posts() == 0
-            actions = [r.action for r in await store.audit.for_history(first.history_id)]
-            assert actions[:2] == ["gate.asked", "gate.expired"]
-        finally:
-            await runtime.aclose()
-            await http.aclose()
+    async with booking_runtime(store, "expires_after: 10") as (runtime, posts):
+        args = {"date": "2026-12-24", "time": "19:00", "notes": "Window seat"}
+        first = await runtime.start_prompt(ALICE, "call book_slot " + compact(args))
+        ask = ask_of([e async for e in first.stream()])
+        assert ask["origin"] == "confirmation"
+        history = await store.histories.get(first.history_id)
+        assert history is not None
+        assert history.pending_ask is not None
+        created = dt.datetime.fromisoformat(history.pending_ask.created.replace("Z", "+00:00"))
+        expires = dt.datetime.fromisoformat(ask["expiresAt"].replace("Z", "+00:00"))
+        assert dt.timedelta(seconds=9) <= expires - created <= dt.timedelta(seconds=11)
+        assert await runtime.sweep_gates(created + dt.timedelta(seconds=5)) == []
+        [turn] = await runtime.sweep_gates(created + dt.timedelta(seconds=12))
+        events = [e async for e in turn.stream()]
+        result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+        assert result == {"approved": False, "reason": "expired"}
+        assert await posts() == 0
+        with pytest.raises(NotPending):
+            await runtime.start_answer(
+                ALICE, first.history_id, {"toolCallId": ask["toolCallId"], **APPROVE}
+            )
+        assert await posts() == 0
+        actions = [r.action for r in await store.audit.for_history(first.history_id)]
+        assert actions[:2] == ["gate.asked", "gate.expired"]
