@@ -32,20 +32,8 @@ def test_a_confirmed_booking_the_api_refused_shows_as_failed(
 ) -> None:
     demo_server.reset_policy("alice")
     app.sign_in_as("alice")
-    app.start("Book a table")
-    permission = app.card(origin="permission")
-    permission.locator.get_by_role("radio", name="Allow read/write").check()
-    permission.click("Save and continue")
-    selection = app.card(origin="selection")
-    first_free = selection.locator.get_by_role("radio").first
-    expect(first_free).to_be_visible()
-    first_free.check()
-    label = str(first_free.evaluate("box => box.labels[0].textContent"))
-    chosen = re.search(r"\d\d:\d\d", label)
-    assert chosen, label
-    selection.click("Submit")
-    confirmation = app.card(origin="confirmation")
-    expect(confirmation.locator.locator("table.preview")).to_contain_text(chosen.group(0))
+    confirmation, chosen = app.book_first_free_time()
+    expect(confirmation.locator.locator("table.preview")).to_contain_text(chosen)
     _queue_refusal(demo_server)
     confirmation.click("Confirm")
     expect(app.reply()).to_contain_text("book_slot failed:")
@@ -57,4 +45,4 @@ def test_a_confirmed_booking_the_api_refused_shows_as_failed(
     expect(entry).not_to_contain_text("Returned")
     # The answered confirmation still shows what was confirmed.
     confirmation.expect_summary("Confirmed: Confirm")
-    expect(confirmation.locator.locator("table.preview")).to_contain_text(chosen.group(0))
+    expect(confirmation.locator.locator("table.preview")).to_contain_text(chosen)

@@ -4,8 +4,6 @@ and the answered card shows the note, also after a reload."""
 
 from __future__ import annotations
 
-import re
-
 import httpx
 from playwright.sync_api import expect
 from web_pages import App, Card
@@ -57,23 +55,9 @@ def test_a_confirmation_denied_with_a_note_sends_nothing(app: App, demo_server: 
     demo_server.reset_policy("alice")
     posts_before = _booking_posts(demo_server)
     app.sign_in_as("alice")
-    app.start("Book a table")
-    permission = app.card(origin="permission")
-    permission.locator.get_by_role("radio", name="Allow read/write").check()
-    permission.click("Save and continue")
-    selection = app.card(origin="selection")
-    # The first free time: other tests of the session book times of the same date, so a
-    # fixed one may be taken by now.
-    first_free = selection.locator.get_by_role("radio").first
-    expect(first_free).to_be_visible()
-    first_free.check()
-    label = str(first_free.evaluate("box => box.labels[0].textContent"))
-    chosen = re.search(r"\d\d:\d\d", label)
-    assert chosen, label
-    selection.click("Submit")
-    confirmation = app.card(origin="confirmation")
+    confirmation, chosen = app.book_first_free_time()
     expect(confirmation.locator.locator(".card-prompt")).to_contain_text("Book a table on ")
-    expect(confirmation.locator.locator(".card-prompt")).to_contain_text(f"at {chosen.group(0)}")
+    expect(confirmation.locator.locator(".card-prompt")).to_contain_text(f"at {chosen}")
     _deny_with_note(confirmation, "Make it 20:00 instead")
     expect(app.reply()).to_contain_text("book_slot failed:")
     expect(app.reply()).to_contain_text("Make it 20:00 instead")

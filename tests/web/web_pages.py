@@ -98,6 +98,24 @@ class App:
         self.page.locator(".empty-state").get_by_role("button", name=prompt).click()
         expect(self.page.locator(".msg-user").last).to_have_text(f"You: {prompt}")
 
+    def book_first_free_time(self) -> tuple[Card, str]:
+        """The demo's "Book a table": read/write allowed, the first free time chosen (other
+        tests of the session book times of the same date, so a fixed one may be taken by now).
+        The confirmation card, and the time chosen ("19:30")."""
+        self.start("Book a table")
+        permission = self.card(origin="permission")
+        permission.locator.get_by_role("radio", name="Allow read/write").check()
+        permission.click("Save and continue")
+        selection = self.card(origin="selection")
+        first_free = selection.locator.get_by_role("radio").first
+        expect(first_free).to_be_visible()
+        first_free.check()
+        label = str(first_free.evaluate("box => box.labels[0].textContent"))
+        chosen = re.search(r"\d\d:\d\d", label)
+        assert chosen, label
+        selection.click("Submit")
+        return self.card(origin="confirmation"), chosen.group(0)
+
     def say(self, text: str) -> None:
         """Send a message in the composer (a new conversation unless one is open)."""
         composer = self.page.get_by_label("Message", exact=True)
