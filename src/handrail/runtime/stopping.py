@@ -107,18 +107,22 @@ class Stopper:
         return True
 
     async def _request(self, turn: Turn) -> None:
-        if turn.stop_requested.is_set():
+        if turn.stop_requested.is_set() or (turn.progress or {}).get("phase") == "stopping":
             return
-        turn.stop_requested.set()
+        # "stopping" is published before the turn hears it, so no client sees it after the
+        # turn's last event.
         self.runtime.running.progressed(turn, {"phase": "stopping"})
-        await self.runtime.publish(
-            UserEvent(
-                kind="turn.progress",
-                user_id=turn.user_id,
-                history_id=turn.history_id,
-                data={"phase": "stopping", "turnId": turn.id},
+        try:
+            await self.runtime.publish(
+                UserEvent(
+                    kind="turn.progress",
+                    user_id=turn.user_id,
+                    history_id=turn.history_id,
+                    data={"phase": "stopping", "turnId": turn.id},
+                )
             )
-        )
+        finally:
+            turn.stop_requested.set()
 
     async def _stop_elsewhere(self, user_id: str, history_id: str) -> bool:
         """Ask the other processes; True when one of them ran the turn and it ended."""

@@ -761,6 +761,8 @@ export function chatPage(main, ctx) {
     clearTimeout(reloadSoon);
     reloadSoon = setTimeout(() => state.alive && !state.streaming && load(), 50);
   }
+  // The turns this page saw end: a late event of one of them never shows its line again.
+  const endedTurns = new Set();
   const stopListening = onEvent((event) => {
     if (event.kind.startsWith("history.") || event.kind === "reload" || event.kind === "turn.finished") refreshList();
     // A new conversation this tab is streaming learns its id before the turn ends (for Stop).
@@ -770,12 +772,18 @@ export function chatPage(main, ctx) {
       return;
     }
     if (!state.historyId || event.historyId !== state.historyId) return;
-    if (event.kind === "turn.started" || event.kind === "turn.progress") showProgress(event.data);
-    else if (event.kind === "turn.finished" || event.kind === "turn.failed") {
-      if (state.ownTurns > 0) state.ownTurns -= 1;
-      else if (!state.streaming) {
+    const turnId = event.data && event.data.turnId;
+    if (event.kind === "turn.started" || event.kind === "turn.progress") {
+      if (!endedTurns.has(turnId)) showProgress(event.data);
+    } else if (event.kind === "turn.finished" || event.kind === "turn.failed") {
+      if (turnId) endedTurns.add(turnId);
+      // This tab's own turn shows its end from its stream; a "stopping" line that reached this
+      // tab after that stream had ended goes with the turn's last event all the same.
+      const own = state.ownTurns > 0;
+      if (own) state.ownTurns -= 1;
+      if (!state.streaming) {
         hideProgress();
-        reloadLater();
+        if (!own) reloadLater();
       }
     } else if (event.kind === "ask.answered" || event.kind === "ask.cancelled") {
       // Answered here, the stream shows it; answered elsewhere, the card shows how it ended.
