@@ -141,6 +141,120 @@ async def test_a_form_round_trip_maps_ids_and_values_back(eapi: Api, protocol: s
     assert (await eapi.history(asked.history_id))["pendingAsk"] is None
 
 
+#: Every row of the mapping, in two requests of at most one form each (8 fields): the text
+#: kinds and numbers, then the choices. Each property name is the server's own, not a field id.
+EVERY_ROW = [
+    {
+        "type": "object",
+        "properties": {
+            "Nick": {"type": "string", "minLength": 2, "maxLength": 9, "default": "ada"},
+            "Bio": {"type": "string", "maxLength": 5000},
+            "Mail": {"type": "string", "format": "email"},
+            "Site": {"type": "string", "format": "uri"},
+            "Day": {"type": "string", "format": "date"},
+            "At": {"type": "string", "format": "date-time"},
+            "Score": {"type": "number", "minimum": 0.5, "maximum": 9.5},
+            "Count": {"type": "integer", "minimum": 1, "maximum": 5},
+        },
+        "required": ["Nick"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "Ok": {"type": "boolean", "default": True},
+            "Size": {"type": "string", "enum": ["s", "m"]},
+            "Hero": {
+                "type": "string",
+                "oneOf": [{"const": "h1", "title": "Hero one"}, {"const": "h2"}],
+            },
+            "Pet": {"type": "string", "enum": ["cat", "dog"], "enumNames": ["Cats", "Dogs"]},
+            "Tags": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["a", "b", "c"]},
+                "minItems": 1,
+                "maxItems": 2,
+            },
+            "Fish": {
+                "type": "array",
+                "items": {"anyOf": [{"const": "tuna", "title": "Tuna"}, {"const": "cod"}]},
+            },
+        },
+        "required": ["Size"],
+    },
+]
+
+
+@pytest.mark.parametrize("protocol", MODES)
+async def test_every_mapping_row_goes_to_the_server_and_back(eapi: Api, protocol: str) -> None:
+    """Each row of the mapping through a real server in both modes: the field each property
+    becomes, and the answer the server hears under its own names and values."""
+    await connect(eapi, protocol)
+    words = await eapi.say(elicit(EVERY_ROW[0], "Words and numbers?"))
+    fields = {f["id"]: f for f in words.ask["input"]["fields"]}
+    assert {k: f["type"] for k, f in fields.items()} == {
+        "nick": "text",
+        "bio": "textarea",
+        "mail": "email",
+        "site": "url",
+        "day": "date",
+        "at": "datetime",
+        "score": "number",
+        "count": "number",
+    }
+    assert (fields["nick"]["minLength"], fields["nick"]["maxLength"]) == (2, 9)
+    assert (fields["nick"]["default"], fields["nick"]["required"]) == ("ada", True)
+    assert (fields["score"]["min"], fields["score"]["max"]) == (0.5, 9.5)
+    assert fields["count"]["integer"] is True
+    values = {
+        "nick": "Ada",
+        "bio": "Wrote the first program.",
+        "mail": "ada@example.com",
+        "site": "https://example.com/ada",
+        "day": "1815-12-10",
+        "at": "2026-12-04T19:00:00Z",
+        "score": 9.5,
+        "count": 3,
+    }
+    done = await eapi.answer(words.history_id, words.ask["toolCallId"], accept(values))
+    assert done.status == 200, done.problem
+    heard = {
+        "At": "2026-12-04T19:00:00Z",
+        "Bio": "Wrote the first program.",
+        "Count": 3,
+        "Day": "1815-12-10",
+        "Mail": "ada@example.com",
+        "Nick": "Ada",
+        "Score": 9.5,
+        "Site": "https://example.com/ada",
+    }
+    assert results(done) == [f"accept {json.dumps(heard, sort_keys=True)}"]
+
+    choices = await eapi.say(elicit(EVERY_ROW[1], "Choices?"), history_id=words.history_id)
+    fields = {f["id"]: f for f in choices.ask["input"]["fields"]}
+    assert {k: f["type"] for k, f in fields.items()} == {
+        "ok": "boolean",
+        "size": "select",
+        "hero": "select",
+        "pet": "select",
+        "tags": "multiselect",
+        "fish": "multiselect",
+    }
+    assert fields["ok"]["default"] is True
+    assert fields["size"]["required"] is True
+    assert fields["hero"]["options"] == [
+        {"id": "h1", "label": "Hero one"},
+        {"id": "h2", "label": "h2"},
+    ]
+    assert [o["label"] for o in fields["pet"]["options"]] == ["Cats", "Dogs"]
+    assert fields["tags"]["helperText"] == "Pick 1 to 2"
+    assert fields["fish"]["options"][0] == {"id": "tuna", "label": "Tuna"}
+    picked = {"ok": False, "size": "m", "hero": "h1", "pet": "dog", "tags": ["a", "c"]}
+    done = await eapi.answer(choices.history_id, choices.ask["toolCallId"], accept(picked))
+    assert done.status == 200, done.problem
+    heard = {"Hero": "h1", "Ok": False, "Pet": "dog", "Size": "m", "Tags": ["a", "c"]}
+    assert results(done) == [f"accept {json.dumps(heard, sort_keys=True)}"]
+
+
 @pytest.mark.parametrize("protocol", MODES)
 async def test_the_calls_timeout_stops_while_the_person_answers(eapi: Api, protocol: str) -> None:
     await connect(eapi, protocol, timeout=1)
