@@ -1,5 +1,7 @@
-"""Approvals steered in the browser: edit, then approve (a wrong value is refused under its
-field, named by its label; the call runs once with the edit and the card keeps what ran), and
+"""Approvals steered in the browser: edit, then approve (the call's arguments as fields; the
+call runs once with the edit and the card keeps what ran; a wrong edit's 400, named by the
+field's label, is checked over HTTP in tests/runtime/test_approvals.py and
+tests/server/test_server_connection_approvals.py: the demo's tools take free text), and
 the quorum view (the owner sees who approved so far and may only deny; bob and an admin
 approve from their inboxes; the call runs once, and a confirmed call shows as done)."""
 
