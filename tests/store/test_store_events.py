@@ -4,6 +4,7 @@ PostgreSQL) events between two stores on one database, as between two processes.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from sqlalchemy import event as sa_event
 from handrail.asks import PendingAsk
 from handrail.store import Store, UserEvent
 from handrail.store.events import (
+    CHANNEL,
     EventBus,
     ask_created_event,
     ask_resolved_event,
@@ -73,6 +75,34 @@ async def test_a_subscriber_that_falls_behind_gets_reload_then_goes_on() -> None
         later = await events.get(timeout=1)
         assert later is not None
         assert later.data == {"title": "after"}
+
+
+async def test_a_subscription_of_some_kinds_hears_only_those() -> None:
+    bus = EventBus()
+    earlier = _event("alice", kind="turn.stopping")
+    await bus.publish(earlier)
+    await bus.publish(_event("alice", title="renamed"))
+    stops = frozenset({"turn.stopping"})
+    async with (
+        bus.subscribe(None, kinds=stops) as stopping,
+        bus.subscribe("alice", kinds=stops, last_event_id=earlier.id) as replayed,
+        bus.subscribe("alice") as every,
+    ):
+        # The replay after an id gives only its kinds too.
+        assert await replayed.get(timeout=0.05) is None
+        await bus.publish(_event("alice", title="again"))
+        stop = _event("alice", kind="turn.stopping")
+        await bus.publish(stop)
+        assert await stopping.get(timeout=1) == stop
+        assert await stopping.get(timeout=0.05) is None
+        assert await replayed.get(timeout=1) == stop
+        assert [(await every.get(timeout=1) or earlier).kind for _ in range(2)] == [
+            "history.renamed",
+            "turn.stopping",
+        ]
+    assert bus.subscribers == 0
+    assert not bus._every_kind
+    assert not bus._kind_counts
 
 
 async def test_reload_is_never_published() -> None:
@@ -249,6 +279,37 @@ async def test_a_process_without_subscribers_keeps_others_events_for_a_replay(
         # The publisher heard its own notifications too, and kept each event once.
         await asyncio.sleep(0.3)
         assert one.events.since(first.id, None) == [second]
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_others_events_of_kinds_nobody_hears_are_kept_unparsed(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        await one.events.start()
+        await two.events.start()
+        async with two.events.subscribe(None, kinds=frozenset({"turn.stopping"})) as stops:
+            first, second = _event("alice", title="one"), _event("alice", title="é" * 30_000)
+            stop = _event("alice", kind="turn.stopping")
+            for event in (first, second, stop):
+                await one.events.publish(event)
+            assert await stops.get(timeout=5) == stop
+            assert await stops.get(timeout=0.2) is None
+            # The renames nobody in two hears are kept as they came, and replayed parsed.
+            kept = list(two.events._recent)
+            assert [type(e) for e in kept] == [str, str, UserEvent]
+            assert two.events.since(first.id, "alice") == [second, stop]
+        # A message without its kind in its head (an older process's) is parsed.
+        async with two.events.subscribe(None, kinds=frozenset({"turn.stopping"})) as stops:
+            old = _event("alice", kind="turn.stopping")
+            message = json.dumps({"o": "x" * 24, "e": old.to_json()}, separators=(",", ":"))
+            two.events._heard(None, 0, CHANNEL, "m|" + message)
+            assert await stops.get(timeout=1) == old
     finally:
         await one.close()
         await two.close()

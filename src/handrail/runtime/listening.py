@@ -42,7 +42,9 @@ class BusListener:
 
     def start(self) -> None:
         if self._task is None:
-            events = self.bus.open(None)
+            # Only its kind wakes it (and another process's events of other kinds are not
+            # parsed for it).
+            events = self.bus.open(None, kinds=frozenset((self.kind,)))
             self._task = asyncio.create_task(self._listen(events), name=self._name)
 
     async def aclose(self) -> None:

@@ -58,11 +58,13 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   were on their way go together in one statement (one round trip, no transaction around it);
   `EventBus.close` sends what is left. On SQLite, events stay in the one process.
 - `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
-  webhooks and mail). With `last_event_id` it first replays what came after that id, from the
-  last `REPLAY_WINDOW` events this process saw; an id no longer there gives one ``reload``
-  event instead. A subscriber that falls `QUEUE_SIZE` events behind gets ``reload`` and
-  continues from there. Leaving the ``async with`` ends the subscription. A long-lived
-  listener that must be in place at once uses ``bus.open(user_id)`` and ``bus.discard(sub)``.
+  webhooks and mail); with ``kinds``, only the events of those kinds (a listener for Stop
+  is not woken for every other event). With `last_event_id` it first replays what came after
+  that id, from the last `REPLAY_WINDOW` events this process saw; an id no longer there gives
+  one ``reload`` event instead. A subscriber that falls `QUEUE_SIZE` events behind gets
+  ``reload`` and continues from there. Leaving the ``async with`` ends the subscription. A
+  long-lived listener that must be in place at once uses ``bus.open(user_id)`` and
+  ``bus.discard(sub)``.
 - `EventBus.start` begins listening on PostgreSQL (the server's start-up calls it; a first
   subscription starts it too) and `EventBus.close` stops it (``Store.close`` calls it). A
   dropped listening connection is reconnected, and every subscriber gets ``reload``.
@@ -248,9 +250,17 @@ class Subscription:
     heard them. Iterate it (``async for``); leave the bus's ``async with`` to end it."""
 
     def __init__(
-        self, bus: EventBus, user_id: str | None, queue_size: int, *, is_admin: bool = False
+        self,
+        bus: EventBus,
+        user_id: str | None,
+        queue_size: int,
+        *,
+        is_admin: bool = False,
+        kinds: frozenset[str] | None = None,
     ) -> None:
         self.user_id = user_id
+        #: The kinds it hears (None: every kind); ``reload`` reaches it whatever they are.
+        self.kinds = kinds
         #: Whether the user is an admin (then the events of gates that ``admins`` approve
         #: reach them).
         self.is_admin = is_admin
@@ -262,6 +272,8 @@ class Subscription:
         self.ended = False
 
     def wants(self, event: UserEvent) -> bool:
+        if self.kinds is not None and event.kind not in self.kinds:
+            return False
         return self.user_id is None or event.concerns(self.user_id, is_admin=self.is_admin)
 
     def put(self, event: UserEvent) -> None:
@@ -331,6 +343,10 @@ class EventBus:
         # Events, and other processes' messages not parsed yet (see `_heard`).
         self._recent: collections.deque[UserEvent | str] = collections.deque(maxlen=window)
         self._subscribers: set[Subscription] = set()
+        # What the subscribers hear: how many hear every kind, and how many hear each kind
+        # they name (another process's message of a kind nobody hears is not parsed).
+        self._every_kind = 0
+        self._kind_counts: collections.Counter[str] = collections.Counter()
         self._queue_size = queue_size
         self.origin = new_id()
         #: How this process's own messages start (`publish` writes the origin first).
@@ -359,8 +375,12 @@ class EventBus:
             return
         if self._closed:
             return
+        # The kind goes right after the origin, so that a process can tell whether it wants
+        # the message before it parses it (`_kind_of`).
         message = json.dumps(
-            {"o": self.origin, "e": event.to_json()}, ensure_ascii=False, separators=(",", ":")
+            {"o": self.origin, "k": event.kind, "e": event.to_json()},
+            ensure_ascii=False,
+            separators=(",", ":"),
         )
         # Sent by one task, in the order published, without waiting here: the events published
         # while the last ones were on their way go together in one statement (one round trip,
@@ -392,38 +412,76 @@ class EventBus:
 
     @contextlib.asynccontextmanager
     async def subscribe(
-        self, user_id: str | None, *, last_event_id: str | None = None, is_admin: bool = False
+        self,
+        user_id: str | None,
+        *,
+        last_event_id: str | None = None,
+        is_admin: bool = False,
+        kinds: frozenset[str] | None = None,
     ) -> AsyncIterator[Subscription]:
         """A `Subscription` to the events that concern `user_id` (None: everyone's; an admin,
-        `is_admin`, hears the gates ``admins`` approve). With `last_event_id`, the events after
-        it come first, or one ``reload`` when it is out of the window."""
+        `is_admin`, hears the gates ``admins`` approve), of `kinds` only when given. With
+        `last_event_id`, the events after it come first, or one ``reload`` when it is out of
+        the window."""
         if self._remote and self._listener is None:
             await self.start()
-        subscription = self.open(user_id, last_event_id=last_event_id, is_admin=is_admin)
+        subscription = self.open(
+            user_id, last_event_id=last_event_id, is_admin=is_admin, kinds=kinds
+        )
         try:
             yield subscription
         finally:
             self.discard(subscription)
 
     def open(
-        self, user_id: str | None, *, last_event_id: str | None = None, is_admin: bool = False
+        self,
+        user_id: str | None,
+        *,
+        last_event_id: str | None = None,
+        is_admin: bool = False,
+        kinds: frozenset[str] | None = None,
     ) -> Subscription:
         """`subscribe` without the ``async with``, for a long-lived listener that is in place
         at once: hears from now on, until `discard`."""
-        subscription = Subscription(self, user_id, self._queue_size, is_admin=is_admin)
+        subscription = Subscription(self, user_id, self._queue_size, is_admin=is_admin, kinds=kinds)
         if last_event_id:
             replay = self.since(last_event_id, user_id, is_admin=is_admin)
             if replay is None:
                 subscription.put(subscription.reload("missed"))
             else:
                 for event in replay:
-                    subscription.put(event)
-        self._subscribers.add(subscription)
+                    if subscription.wants(event):
+                        subscription.put(event)
+        if subscription not in self._subscribers:
+            self._subscribers.add(subscription)
+            if kinds is None:
+                self._every_kind += 1
+            else:
+                self._kind_counts.update(kinds)
         return subscription
 
     def discard(self, subscription: Subscription) -> None:
         """End a subscription `open` made."""
+        if subscription not in self._subscribers:
+            return
         self._subscribers.discard(subscription)
+        if subscription.kinds is None:
+            self._every_kind -= 1
+        else:
+            self._kind_counts.subtract(subscription.kinds)
+            for kind in subscription.kinds:
+                if self._kind_counts[kind] <= 0:
+                    del self._kind_counts[kind]
+
+    def _heard_by_nobody(self, message: str) -> bool:
+        """Whether no subscription here hears another process's `message` (kept unparsed
+        then): none at all, or none of its kind (read from the message's head)."""
+        if self._every_kind:
+            return False
+        if not self._kind_counts:
+            return True
+        kind = _kind_of(message)
+        return kind is not None and kind not in self._kind_counts
 
     def since(
         self, event_id: str, user_id: str | None, *, is_admin: bool = False
@@ -541,12 +599,13 @@ class EventBus:
         """A notification (on the event loop, from asyncpg). Every process hears every
         event, its own too: its own are dropped before they are parsed (a message starts
         with its origin), and another's are parsed only when a subscription here may want
-        them; otherwise they are kept as they came, for `since` to parse if a replay asks."""
+        them (one hears every kind, or the kind the message's head names); otherwise they are
+        kept as they came, for `since` to parse if a replay asks."""
         try:
             message = self._assemble(payload)
             if message is None or message.startswith(self._own):
                 return  # this process delivered it when it published
-            if not self._subscribers:
+            if self._heard_by_nobody(message):
                 self._recent.append(message)
                 return
             event = _event_of(message, self.origin)
@@ -582,6 +641,21 @@ def _event_of(message: str, origin: str) -> UserEvent | None:
     if parsed.get("o") == origin:
         return None
     return UserEvent.from_json(parsed["e"])
+
+
+#: Where the kind starts in a message: after the origin (a new_id, so no quote in it).
+_KIND_KEY: Final = ',"k":"'
+
+
+def _kind_of(message: str) -> str | None:
+    """The kind a message's head names (``{"o":ORIGIN,"k":KIND,...``), without parsing it;
+    None when it names none (a message of an older process: it is parsed)."""
+    start = message.find(_KIND_KEY, 0, 80)
+    if start < 0:
+        return None
+    start += len(_KIND_KEY)
+    end = message.find('"', start, start + 40)
+    return message[start:end] if end > 0 else None
 
 
 def _payloads(key: str, message: str) -> list[str]:
