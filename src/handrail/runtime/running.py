@@ -4,9 +4,10 @@
 `RunningBoard` keeps the state of this process's turns as they go (started, each
 ``turn.progress``, ended). On PostgreSQL, where other processes serve the same conversations,
 it also keeps it in the database (`handrail.store.running`): a writer task writes what changed
-since its last write in one transaction (so a turn never waits for it), `WRITE_AFTER` after the
-first change it has not written: a turn that ends sooner costs the database nothing, and a phase
-that lasted less than that is never written. It renews this process's rows every third of the lease
+since its last write in one transaction (so a turn never waits for it), each conversation's
+change once it is `WRITE_AFTER` old (with what else is due then): a turn that ends sooner costs
+the database nothing, even when other turns' rows are written meanwhile, and a phase that lasted
+less than that is never written. It renews this process's rows every third of the lease
 time with one statement. A conversation's state is this process's own when the turn runs here,
 else the database's row, unless that row lapsed (its process stopped: read as not running).
 On SQLite there is one process, and the board is all there is, as with the event bus.
@@ -34,7 +35,8 @@ log = logging.getLogger("handrail.runtime")
 #: The phase of a turn before its first ``turn.progress`` event.
 STARTING: Final = "starting"
 
-#: Seconds the writer waits after a change before it writes (changes meanwhile go with it).
+#: How old a conversation's first unwritten change is when the writer writes it (the changes
+#: due by then go with it).
 WRITE_AFTER: Final = 0.1
 
 
@@ -44,7 +46,9 @@ class RunningBoard:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._local: dict[str, RunningTurn] = {}
-        self._dirty: set[str] = set()
+        #: The conversations changed since their last write, each with the loop time of its
+        #: first change not written.
+        self._dirty: dict[str, float] = {}
         #: The conversations whose row this process wrote and has not removed.
         self._written: set[str] = set()
         self._wake = asyncio.Event()
@@ -72,7 +76,10 @@ class RunningBoard:
         held = self._local.get(turn.history_id)
         if held is not None and held.turn_id == turn.id:
             del self._local[turn.history_id]
-            self._changed(turn.history_id)
+            if turn.history_id in self._written:
+                self._changed(turn.history_id)
+            else:  # never written: nothing to write or remove
+                self._dirty.pop(turn.history_id, None)
 
     def _set(self, turn: Turn, progress: dict[str, Any]) -> None:
         now = utc_now()
@@ -93,8 +100,9 @@ class RunningBoard:
     def _changed(self, history_id: str) -> None:
         if not self.shared:
             return
-        self._dirty.add(history_id)
-        self._wake.set()
+        if not self._dirty:
+            self._wake.set()  # a later change is due later: only the first wakes the writer
+        self._dirty.setdefault(history_id, asyncio.get_running_loop().time())
         if self._writer is None and not self._closing:
             self._writer = asyncio.create_task(self._write_forever(), name="handrail-running")
 
@@ -117,33 +125,47 @@ class RunningBoard:
 
     async def _write_forever(self) -> None:
         every = self.runtime.lease_s / 3
+        loop = asyncio.get_running_loop()
         while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), every)
-            if self._closing:
-                return
-            if self._wake.is_set():
-                await asyncio.sleep(WRITE_AFTER)
             self._wake.clear()
-            if self._closing:
-                return
+            # Until the oldest change is due, or (nothing to write) the next renewal.
+            wait = min(self._dirty.values()) + WRITE_AFTER - loop.time() if self._dirty else every
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                if self._closing:
+                    return
+                if self._wake.is_set():
+                    continue  # the first change since the last write: when is it due?
             try:
-                await self._write()
+                await self._write(loop.time() - WRITE_AFTER)
             except Exception:
                 log.warning("could not record the running turns", exc_info=True)
 
-    async def _write(self) -> None:
-        dirty, self._dirty = self._dirty, set()
-        put = [self._local[h] for h in dirty if h in self._local]
+    async def _write(self, changed_by: float) -> None:
+        """Write the changes made by `changed_by` (loop time), and the removals of rows
+        whatever their age (a row of a turn over is wrong at once); renew when due."""
+        ready = {
+            h: at
+            for h, at in self._dirty.items()
+            if at <= changed_by or (h not in self._local and h in self._written)
+        }
+        for h in ready:
+            del self._dirty[h]
+        put = [self._local[h] for h in ready if h in self._local]
         # A turn that ended before its row was written has no row to remove.
-        drop = [h for h in dirty if h not in self._local and h in self._written]
+        drop = [h for h in ready if h not in self._local and h in self._written]
         try:
             await self.runtime.store.running.flush(self.runtime.owner, put, drop)
         except BaseException:
-            self._dirty |= dirty  # written with the next change, or the next renewal
+            for h, at in ready.items():  # written with the next change, or the next renewal
+                self._dirty.setdefault(h, at)
             raise
         self._written.difference_update(drop)
         self._written.update(r.history_id for r in put)
+        for running in put:
+            if running.history_id not in self._local:
+                self._changed(running.history_id)  # it ended while its row was written
         now = utc_now()
         due = now - self._last_renewal >= dt.timedelta(seconds=self.runtime.lease_s / 3)
         if due and self._local:
@@ -161,9 +183,10 @@ class RunningBoard:
             return
         self._wake.set()
         await writer
-        self._dirty |= set(self._local)
+        for history_id in self._local:
+            self._dirty.setdefault(history_id, 0.0)
         self._local.clear()
         try:
-            await self._write()
+            await self._write(float("inf"))
         except Exception:
             log.warning("could not remove the running turns", exc_info=True)
