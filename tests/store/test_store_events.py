@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import event as sa_event
 
@@ -224,22 +226,37 @@ async def test_postgresql_carries_events_between_two_stores(
         await two.close()
 
 
+@pytest.mark.parametrize("listening", [True, False])
 async def test_postgresql_sends_events_published_together_in_one_statement(
-    postgres_cluster: object, tmp_path: Path
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listening: bool
 ) -> None:
+    """On the listening connection, or through the pool by a process that does not listen."""
     url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
     one = await Store.open(url, blob_dir=tmp_path / "a")
     two = await Store.open(url, blob_dir=tmp_path / "b")
     statements: list[str] = []
+    pooled: list[str] = []
 
     @sa_event.listens_for(one.db.engine.sync_engine, "before_cursor_execute")  # type: ignore[union-attr]
     def seen(*args: object) -> None:
         if "pg_notify" in str(args[2]):
             statements.append(str(args[2]))
+            pooled.append(str(args[2]))
 
+    execute = asyncpg.Connection.execute
+
+    async def direct(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> str:
+        if "pg_notify" in query:
+            statements.append(query)
+        return await execute(self, query, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", direct)
     try:
         await two.events.start()
-        async with two.events.subscribe("alice") as heard, one.events.subscribe("alice") as own:
+        if listening:
+            await one.events.start()
+        own = one.events.open("alice")
+        async with two.events.subscribe("alice") as heard:
             sent = [_event("alice", n=i, title="é" * (30_000 if i == 7 else 5)) for i in range(30)]
             await asyncio.gather(*(one.events.publish(e) for e in sent))
             mine = [await own.get(timeout=1) for _ in sent]
@@ -248,7 +265,9 @@ async def test_postgresql_sends_events_published_together_in_one_statement(
             assert got == mine
             assert sorted(e.data["n"] for e in got if e) == list(range(30))
             assert await heard.get(timeout=0.3) is None
+        one.events.discard(own)
         assert 1 <= len(statements) <= 2
+        assert bool(pooled) is not listening
     finally:
         await one.close()
         await two.close()
