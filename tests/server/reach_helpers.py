@@ -24,7 +24,7 @@ from typing import Any
 
 import uvicorn
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
+from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -109,6 +109,52 @@ class _Mailbox:
         return "250 OK"
 
 
+class _Session(SMTP):
+    """An SMTP session that its controller knows while its connection is open."""
+
+    def __init__(self, sessions: set[SMTP], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sessions = sessions
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._sessions.add(self)
+
+    def connection_lost(self, error: Exception | None) -> None:
+        self._sessions.discard(self)
+        super().connection_lost(error)
+
+
+class _Controller(Controller):
+    """aiosmtpd's controller, whose `stop` first lets the open sessions end (a client's QUIT
+    still on its way), then closes what is left, so no session's transport is left for the
+    garbage collector to warn about in a later test."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sessions: set[SMTP] = set()
+
+    def factory(self) -> SMTP:
+        return _Session(self.sessions, self.handler, **self.SMTP_kwargs)
+
+    def stop(self, no_assert: bool = False) -> None:
+        if not self._ended(5.0):
+            self.loop.call_soon_threadsafe(self._close_sessions)
+            self._ended(5.0)
+        super().stop(no_assert)
+
+    def _ended(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self.sessions and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self.sessions
+
+    def _close_sessions(self) -> None:
+        for session in list(self.sessions):
+            if session.transport is not None:
+                session.transport.close()
+
+
 @dataclass
 class Mailbox:
     port: int
@@ -173,7 +219,7 @@ def smtp_server(
             return AuthResult(success=ok, handled=False)
 
         options.update(authenticator=check, auth_required=True)
-    controller = Controller(handler, hostname="127.0.0.1", port=port, **options)
+    controller = _Controller(handler, hostname="127.0.0.1", port=port, **options)
     controller.start()
     try:
         yield Mailbox(port=port, messages=handler.messages)
