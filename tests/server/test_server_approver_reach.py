@@ -27,6 +27,7 @@ from handrail.runtime.agent import Agent
 from handrail.runtime.tools import ToolSet
 from handrail.server import UserConfig
 from handrail.server.reach_config import EmailConfig, webhook_configs
+from handrail.store.events import ask_created_event
 
 CANARY = "diary-canary-5c1e"
 APPROVE = {"action": "accept", "content": {"confirmed": True}}
@@ -252,6 +253,14 @@ async def test_webhooks_and_email_reach_the_approvers_whose_links_answer_as_them
             view = await api.history(history_id)
             assert [a["userId"] for a in view["pendingAsk"]["approvedBy"]] == ["bob"]
             assert ran == []
+            # Bob's approval announced the ask again (who approved so far) for the open pages:
+            # no new ask, so nothing is posted or mailed again.
+            history = await api.store.histories.get(history_id)
+            assert history is not None
+            assert history.pending_ask is not None
+            again_announced = ask_created_event("alice", history_id, history.pending_ask)
+            assert again_announced.data["ask"]["approvedBy"]
+            assert await api.app.state.reach.handle(again_announced) == 0
             # The admin's link reaches the quorum: the call runs once.
             admin_links = links_of(by_to["root@example.com"])
             done = await api.client.post(f"/links/{admin_links['Allow']}")

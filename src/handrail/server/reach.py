@@ -116,6 +116,10 @@ class Reach:
             return 0
         kind = event.kind
         data = dict(event.data)
+        if kind == "ask.created" and _approved_so_far(data):
+            # An approval before the quorum announces its ask again, with who approved so far,
+            # for the open pages; it is no new ask, so nothing is posted or mailed again.
+            return await self.deliveries.enqueue_event(event.id, [], {})
         agent = data.get("agent") if isinstance(data.get("agent"), str) else None
         hooks = [h for h in self.webhooks.values() if kind in h.events]
         if hooks and agent is None and event.history_id and any(h.agents for h in hooks):
@@ -394,6 +398,13 @@ class Reach:
                 )
             return True, None, None
         return False, -1, f"Unknown channel {delivery.channel!r}."
+
+
+def _approved_so_far(data: Mapping[str, Any]) -> bool:
+    """Whether an ``ask.created`` event's ask has approvals already (a gate waiting for its
+    quorum, announced again after one of them): a new ask has none."""
+    ask = data.get("ask")
+    return isinstance(ask, Mapping) and bool(ask.get("approvedBy"))
 
 
 def _tool_call_id(data: Mapping[str, Any]) -> str | None:
