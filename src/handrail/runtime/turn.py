@@ -100,6 +100,8 @@ class Turn:
         #: The readers waiting for the next event or the end (all on the turn's event loop,
         #: so no lock is needed).
         self._waiters: list[asyncio.Future[None]] = []
+        #: The callers of `wait` (woken by `finish` only, not by every event).
+        self._end_waiters: list[asyncio.Future[None]] = []
         self._finished = False
         self.title: str | None = None
         self.pending_summary: dict[str, Any] | None = None
@@ -118,6 +120,10 @@ class Turn:
     async def finish(self) -> None:
         self._finished = True
         self._wake()
+        waiters, self._end_waiters = self._end_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -145,8 +151,12 @@ class Turn:
                 return
 
     async def wait(self) -> None:
-        while not self._finished:
-            await self._next_change()
+        """Until the turn is done (one wake-up, not one for each event)."""
+        if self._finished:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._end_waiters.append(waiter)
+        await waiter
 
     async def result(self) -> TurnResult:
         """Wait for the turn to finish and sum it up for a headless client."""
