@@ -19,7 +19,8 @@ The setups, each a server process (or two) this script starts and stops:
   conversation, a write for the ask, a claim and a write for the answer (4 commits), each on a
   worker thread with its own connection. No validation, no model, no policy.
 - **handrail, SQLite, 1 process**: ``create_app`` on a SQLite file (WAL, ``synchronous=FULL``)
-  served as ``handrail serve`` serves it (`uvicorn_config`: the guarded httptools protocol).
+  served as ``handrail serve`` serves it (`uvicorn_config`: the guarded httptools protocol;
+  `serving.Server`: the heap of the start-up frozen for the garbage collector).
 - **handrail, PostgreSQL, 1 process** and **2 processes** on one database of a throwaway
   cluster (``tests/_pg.py``, durable: ``fsync`` and ``synchronous_commit`` on, unix socket);
   with 2 processes, client i talks to process i mod 2.
@@ -401,11 +402,16 @@ def serve(kind: str, url: str, folder: Path, max_seconds: float) -> None:
 
     async def main() -> None:
         store = None
+        server_class = uvicorn.Server
         if kind == "floor":
             app = floor_app(url, folder)
             config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         else:
+            from handrail.server import serving
             from handrail.server.serving import uvicorn_config
+
+            # `handrail serve`'s server (a --before checkout may predate it).
+            server_class = getattr(serving, "Server", uvicorn.Server)
 
             opened, build = handrail_app(url, folder)
             store = await opened()
@@ -416,7 +422,7 @@ def serve(kind: str, url: str, folder: Path, max_seconds: float) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         sock.listen(1024)
-        server = uvicorn.Server(config)
+        server = server_class(config)
         parent = os.getppid()
 
         async def watchdog() -> None:

@@ -102,6 +102,7 @@ def serve(db_path: Path, *, trace: bool, max_seconds: float) -> None:
     from uvicorn.loops.auto import auto_loop_factory
 
     from handrail.server import ServerConfig, UserConfig, create_app
+    from handrail.server.serving import Server
     from handrail.store.db import first_row
 
     async def main() -> None:
@@ -141,9 +142,8 @@ def serve(db_path: Path, *, trace: bool, max_seconds: float) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-        )
+        # `handrail serve`'s server class (the start-up's heap frozen for the collector).
+        server = Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
         parent = os.getppid()
 
         async def watchdog() -> None:

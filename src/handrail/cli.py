@@ -93,10 +93,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         print(f"handrail serve: {exc}", file=sys.stderr)
         return 2
 
-    import uvicorn
-
     from .server.app import create_app
-    from .server.serving import uvicorn_config
+    from .server.serving import Server, uvicorn_config
 
     app = create_app(config)
     where = f"http://{config.host}:{config.port}{config.api_prefix}"
@@ -114,7 +112,7 @@ def _run_serve(args: argparse.Namespace) -> int:
                 f"{token}\n  curl -H 'Authorization: Bearer {token}' {where}/histories",
                 flush=True,
             )
-    server = uvicorn.Server(uvicorn_config(app, config, log_level=args.log_level))
+    server = Server(uvicorn_config(app, config, log_level=args.log_level))
     server.run()
     return 0 if server.started else 1
 
@@ -165,11 +163,10 @@ def _has_display() -> bool:
 
 def _run_demo(args: argparse.Namespace) -> int:
     # Imported here so that other commands never pay for the server's dependencies.
-    import uvicorn
 
     from .demo.app import create_demo_app, demo_config
     from .errors import ConfigError
-    from .server.serving import uvicorn_config
+    from .server.serving import Server, uvicorn_config
 
     database: Path = args.database
     try:
@@ -193,7 +190,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         lines.append(f"    {user.id:<6} token {user.token}{admin}")
     print("\n".join(lines), flush=True)
 
-    server = uvicorn.Server(uvicorn_config(app, config, log_level=args.log_level))
+    server = Server(uvicorn_config(app, config, log_level=args.log_level))
     if args.browser and _has_display():
         threading.Thread(target=_open_when_started, args=(server, url), daemon=True).start()
     server.run()

@@ -3,15 +3,18 @@ command line runs, ``handrail serve`` and ``handrail demo``, get the connection 
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import uvicorn
 
 from handrail.cli import main
 from handrail.errors import ConfigError
 from handrail.server.config import ServerConfig
-from handrail.server.serving import ConnectionLimits, GuardedProtocol
+from handrail.server.serving import ConnectionLimits, GuardedProtocol, Server
 
 BASE: dict[str, Any] = {
     "users": [{"id": "alice", "token": "alice-token"}],
@@ -81,7 +84,8 @@ def test_a_bad_limit_in_python_is_refused_too() -> None:
 
 
 class FakeServer:
-    """Stands in for uvicorn.Server: keeps the config, serves nothing."""
+    """Stands in for the server class (`serving.Server`, a uvicorn.Server): keeps the config,
+    serves nothing."""
 
     configs: ClassVar[list[Any]] = []
 
@@ -98,7 +102,7 @@ class FakeServer:
 @pytest.fixture
 def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     FakeServer.configs = []
-    monkeypatch.setattr("uvicorn.Server", FakeServer)
+    monkeypatch.setattr("handrail.server.serving.Server", FakeServer)
     for name in ("HANDRAIL_MODEL", "HANDRAIL_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     return FakeServer.configs
@@ -131,3 +135,35 @@ def test_handrail_demo_runs_the_guarded_protocol(
     assert issubclass(config.http, GuardedProtocol)
     assert config.http.limits == ConnectionLimits()
     assert config.port == 8766
+
+
+async def test_the_server_freezes_the_heap_once_the_app_has_started() -> None:
+    """`serving.Server` (what ``handrail serve`` runs) moves what the start-up left alive out
+    of the collector's reach once the app's lifespan ran, not before."""
+    at_startup: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "lifespan"
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                at_startup.append(gc.get_freeze_count())
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    gc.unfreeze()
+    server = Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        frozen = gc.get_freeze_count()
+        server.should_exit = True
+        await task
+    finally:
+        gc.unfreeze()
+    assert at_startup == [0]
+    assert frozen > 0

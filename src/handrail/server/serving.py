@@ -1,6 +1,6 @@
 """Serving the app with uvicorn, with the guards on connections that uvicorn leaves out.
 
-    server = uvicorn.Server(uvicorn_config(app, config, log_level="info"))
+    server = Server(uvicorn_config(app, config, log_level="info"))
     server.run()
 
 uvicorn closes a keep-alive connection that stays idle (``timeout_keep_alive``), but with its
@@ -37,10 +37,12 @@ not ``HEAD``, a body to come) and writes it with the body's first bytes. A strea
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, cast
 
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from .._util import new_uuid4
@@ -54,13 +56,14 @@ from .config import (
 from .events import END_STREAM_KEY
 
 if TYPE_CHECKING:
-    import uvicorn
+    import socket
 
 __all__ = [
     "BODY_BYTES_PER_SECOND",
     "ConnectionLimits",
     "GuardedProtocol",
     "JoinedWritesCycle",
+    "Server",
     "guarded_protocol",
     "uvicorn_config",
 ]
@@ -389,6 +392,30 @@ def _problem_response(status: int, detail: str) -> bytes:
 def guarded_protocol(limits: ConnectionLimits) -> type[GuardedProtocol]:
     """A `GuardedProtocol` with `limits`, for uvicorn's ``http`` setting."""
     return type("GuardedProtocol", (GuardedProtocol,), {"limits": limits})
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server that, once the app has started (its lifespan ran: the modules, the
+    app, its routes and schemas, the runtime and the store are in memory), sets what it holds
+    aside from the garbage collector (`settle_heap`)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        settle_heap()
+
+
+def settle_heap() -> None:
+    """Collect the garbage of the start-up, then move every object still alive to the
+    collector's permanent generation (`gc.freeze`): they are never scanned again.
+
+    A busy server promotes the objects of the requests in flight to the oldest generation, so
+    the collector runs a full collection every thousand cycles or so, and a full collection
+    walks every object of the process: about 90 ms of the event loop on this app, a tenth of a
+    millisecond a cycle. Frozen objects are still freed by their reference counts; only a
+    cycle among them that later becomes garbage is kept (the start-up's objects live as long
+    as the server)."""
+    gc.collect()
+    gc.freeze()
 
 
 def uvicorn_config(app: Any, config: ServerConfig, *, log_level: str = "info") -> uvicorn.Config:
