@@ -14,7 +14,12 @@ import uvicorn
 from handrail.cli import main
 from handrail.errors import ConfigError
 from handrail.server.config import ServerConfig
-from handrail.server.serving import ConnectionLimits, GuardedProtocol, Server
+from handrail.server.serving import (
+    YOUNG_COLLECTION_AFTER,
+    ConnectionLimits,
+    GuardedProtocol,
+    Server,
+)
 
 BASE: dict[str, Any] = {
     "users": [{"id": "alice", "token": "alice-token"}],
@@ -154,6 +159,7 @@ async def test_the_server_freezes_the_heap_once_the_app_has_started() -> None:
                 return
 
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     server = Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     task = asyncio.create_task(server.serve())
     try:
@@ -161,9 +167,12 @@ async def test_the_server_freezes_the_heap_once_the_app_has_started() -> None:
             while not server.started:
                 await asyncio.sleep(0.01)
         frozen = gc.get_freeze_count()
+        young = gc.get_threshold()[0]
         server.should_exit = True
         await task
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
     assert at_startup == [0]
     assert frozen > 0
+    assert young == YOUNG_COLLECTION_AFTER
