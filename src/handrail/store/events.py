@@ -135,6 +135,10 @@ _CHUNK_CHARS: Final = 1800
 #: Messages in several notifications that may be half received at once.
 #: At most this many events go in one statement.
 _SEND_MAX: Final = 100
+#: Seconds the sender waits before a statement, for the events published meanwhile to go with
+#: it: every process hears every statement's notifications (its own too), so fewer, fuller
+#: statements cost each of them less, as they cost PostgreSQL less.
+_SEND_GATHER_S: Final = 0.002
 _PARTS_KEPT: Final = 64
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
 
@@ -397,6 +401,8 @@ class EventBus:
     async def _send_queued(self) -> None:
         assert self._db is not None
         while self._outgoing:
+            if not self._closed:
+                await asyncio.sleep(_SEND_GATHER_S)
             batch = self._outgoing[:_SEND_MAX]
             del self._outgoing[:_SEND_MAX]
             payloads = [p for _, payloads in batch for p in payloads]
