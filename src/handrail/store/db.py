@@ -93,9 +93,12 @@ BUSY_TIMEOUT_S: Final = 30
 #: lets readers go on beside the one writer.
 SQLITE_THREADS: Final = 4
 
-#: PostgreSQL connections a process keeps open, and how many more it may open for a burst.
-PG_POOL_SIZE: Final = 20
-PG_POOL_OVERFLOW: Final = 20
+#: PostgreSQL connections a process may keep open (opened as the work needs them), and how many
+#: more it may open for a burst. None more: the pool closes a connection beyond its size when it
+#: comes back, so under a steady load above the size it would open and close one by turns
+#: (as 20 + 20 did under 32 clients: a new server process and asyncpg's type queries each).
+PG_POOL_SIZE: Final = 40
+PG_POOL_OVERFLOW: Final = 0
 
 #: At most this many write transactions share one SQLite commit.
 GROUP_COMMIT_MAX: Final = 64
