@@ -15,15 +15,24 @@ from handrail.store.tables import metadata
 JSON = {"content-type": "application/json"}
 
 
+#: Tables the server's own background work writes on its own schedule, whatever a request
+#: does: the running-turns board (a turn's row written `WRITE_AFTER` after its change and renewed
+#: by its process) and the event outbox (an event's row removed once it is relayed). A request
+#: refused before it ran never writes them; a snapshot taken around it must not see their
+#: timing as its doing.
+BACKGROUND_TABLES = frozenset({"running_turns", "outbox_events"})
+
+
 def _all_rows(connection: Connection) -> dict[str, list[str]]:
     return {
         table.name: sorted(repr(tuple(row)) for row in connection.execute(select(table)))
         for table in metadata.sorted_tables
+        if table.name not in BACKGROUND_TABLES
     }
 
 
 async def db_state(api: Api) -> dict[str, list[str]]:
-    """Every row of every table (the request log included), as text."""
+    """Every row of every table (the request log included) but `BACKGROUND_TABLES`, as text."""
     return await api.store.db.read(_all_rows)
 
 
