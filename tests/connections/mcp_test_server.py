@@ -16,9 +16,13 @@ Elicitation, in the protocol the client speaks (an ``input_required`` result on 
 message and the JSON schema it is given and answers with what came back; ``elicit_two`` asks
 two questions (in one round, or one after the other); ``open_page`` asks to open a URL;
 ``never_done`` answers every round with another round (2026-07-28); ``wait_then_elicit`` works
-a while, then asks (so another call can be open meanwhile). With ``TEST_LOG`` (a file path)
-``elicit`` and ``wait_then_elicit`` append one line per answer they heard (``<message>:
-<action> <content>``), so a test knows the server got its result even when the model did not
+a while, then asks (so another call can be open meanwhile). ``needs_page`` refuses its first
+``times`` calls with the JSON-RPC error -32042 (`UrlElicitationRequiredError`, in both modes)
+listing ``pages`` URL elicitations, and answers the next call with how many calls it took
+(counted in ``TEST_LOG`` when set, so across processes).
+With ``TEST_LOG`` (a file path) ``elicit`` and ``wait_then_elicit`` append one line per answer
+they heard (``<message>: <action> <content>``), and ``needs_page`` one line per call
+(``needs_page: call <n>``), so a test knows what the server got even when the model did not
 see it.
 ``TEST_STATE_KEY`` (32+ characters) seals the request state under a shared key, so another
 process of this server accepts it; without it the key is this process's own.
@@ -32,9 +36,11 @@ import base64
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+from mcp import UrlElicitationRequiredError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context, RequestStateSecurity
 from mcp.server.mcpserver.exceptions import ToolError
@@ -220,6 +226,42 @@ async def open_page(url: str, ctx: Context) -> str | types.InputRequiredResult:
         request = types.ElicitRequest(params=types.ElicitRequestURLParams(message=message, url=url))
         return types.InputRequiredResult(input_requests={"u": request}, request_state="asked:page")
     return _said(answers["u"])
+
+
+_PAGE_CALLS: list[int] = [0]
+
+
+def _page_calls() -> int:
+    """How many calls ``needs_page`` had, this one included: counted in ``TEST_LOG`` when it is
+    set (so a new process of the server goes on counting), else in this process."""
+    log = os.environ.get("TEST_LOG")
+    if log:
+        lines = Path(log).read_text(encoding="utf-8").splitlines() if Path(log).exists() else []
+        return sum(line.startswith("needs_page:") for line in lines) + 1
+    _PAGE_CALLS[0] += 1
+    return _PAGE_CALLS[0]
+
+
+@server.tool(
+    description="Needs pages opened first (a URL elicitation required error).",
+    annotations=READ_ONLY,
+    structured_output=False,
+)
+def needs_page(url: str, pages: int = 1, times: int = 1) -> str:
+    calls = _page_calls()
+    _heard("needs_page", f"call {calls}")
+    if calls <= times:
+        raise UrlElicitationRequiredError(
+            [
+                types.ElicitRequestURLParams(
+                    message=f"Sign in to the example service (page {number} of {pages}).",
+                    url=url if number == 1 else f"{url}&page={number}",
+                    elicitation_id=f"page-{calls}-{number}",
+                )
+                for number in range(1, pages + 1)
+            ]
+        )
+    return f"signed in after {calls} calls"
 
 
 @server.tool(description="Never done.", annotations=READ_ONLY, structured_output=False)

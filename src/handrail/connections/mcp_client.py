@@ -19,12 +19,16 @@ What reaches the caller:
   `McpFile`s, for the model to see with the result on that turn.
 - `McpCallFailed`: the server failed, timed out, or is not there; its message names the way
   forward and its `code` is ``TOOL_SERVER_ERROR``, ``TOOL_TIMEOUT`` or ``TOOL_CONNECTION_ERROR``.
+- `ElicitationNeeded`: the server asks a person first: an elicitation (2026-07-28 rounds, or a
+  legacy request in the open call), or a refusal with -32042 naming pages to open, after which
+  the call is sent again as it was (a URL-required round, `mcp_rounds`).
 
 The server's ``instructions`` are kept (`McpLink.instructions`) for admins to read; nothing here
 puts them into a prompt.
 
 The pieces live beside it: `mcp_tools` (the listing), `mcp_outcome` (a call's result),
-`mcp_parked` (legacy calls waiting on an answer here) and `mcp_stderr` (a stdio server's log).
+`mcp_parked` (legacy calls waiting on an answer here), `mcp_rounds` (the rounds kept with a
+pending ask) and `mcp_stderr` (a stdio server's log).
 """
 
 from __future__ import annotations
@@ -45,11 +49,18 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._util import new_id, storable, storable_text
+from .._util import new_id, storable_text
 from ..errors import HandrailError
 from .catalog import McpLaunch
 from .elicitation import ElicitationRequest
-from .mcp_outcome import IMAGE_MAX_BYTES, CallOutcome, McpFile, outcome_of
+from .mcp_outcome import (
+    IMAGE_MAX_BYTES,
+    CallOutcome,
+    ElicitationNeeded,
+    McpCallFailed,
+    McpFile,
+    outcome_of,
+)
 from .mcp_parked import (
     PARK_MAX,
     PARKED,
@@ -58,6 +69,19 @@ from .mcp_parked import (
     drop_result,
     parked_here,
     release_parked,
+)
+from .mcp_rounds import (
+    INPUT_ROUNDS_MAX,
+    URL_REQUIRED,
+    next_consent,
+    next_key,
+    refused_text,
+    request_args,
+    request_json,
+    responses_of,
+    restarted,
+    too_many_rounds,
+    url_consent,
 )
 from .mcp_stderr import StderrLog
 from .mcp_tools import HINTS_META_KEY, ListedTool, list_tools
@@ -89,32 +113,9 @@ BACKOFF_MAX: Final = 30.0
 BACKOFF_FIRST: Final = 0.5
 #: Seconds to connect (and list the tools) before the attempt counts as failed.
 CONNECT_TIMEOUT: Final = 30.0
-#: The most rounds of input a 2026-07-28 server may ask for in one call (the SDK's default).
-INPUT_ROUNDS_MAX: Final = 10
 _STATE_ONLY_WAIT: Final = 0.05
 
 LinkState = Literal["starting", "connected", "error", "closed"]
-FailureCode = Literal["TOOL_SERVER_ERROR", "TOOL_TIMEOUT", "TOOL_CONNECTION_ERROR"]
-
-
-class McpCallFailed(HandrailError):
-    """A call that did not give a result: the message is for the model, `code` says why."""
-
-    def __init__(self, message: str, *, code: FailureCode) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class ElicitationNeeded(HandrailError):
-    """A call that waits on a person: the server asked for input (elicitation). `request` is
-    what it asked; `resume` (JSON) is how to go on once answered (`McpLink.resume`): for a
-    2026-07-28 server the call's ``requestState`` and its rounds, byte-exact; for a legacy
-    server the id of the call parked in this process."""
-
-    def __init__(self, request: ElicitationRequest, resume: dict[str, Any]) -> None:
-        super().__init__(f"{request.server} asks for input")
-        self.request = request
-        self.resume = resume
 
 
 @dataclass(kw_only=True)
@@ -404,13 +405,21 @@ class McpLink:
     ) -> CallOutcome:
         """Call `tool` once and give its result; `McpCallFailed` when there is none, and
         `ElicitationNeeded` when the server asks a person for input first."""
-        client = await self._client()
         limit = self.call_timeout if timeout is None else timeout
+        return await self._start(tool, dict(arguments), limit, {"round": 0})
+
+    async def _start(
+        self, tool: str, arguments: dict[str, Any], limit: float, state: dict[str, Any]
+    ) -> CallOutcome:
+        """Send the call, first or again (after a URL-required round): `state` counts the
+        rounds so far (``{round, restarted}``)."""
+        client = await self._client()
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return await self._rounds(client, tool, dict(arguments), limit, {"round": 0})
-        parked = Parked(id=new_id(), tool=tool, limit=limit, remaining=limit)
+            return await self._rounds(client, tool, arguments, limit, state)
+        rounds = int(state.get("round") or 0)
+        parked = Parked(id=new_id(), tool=tool, limit=limit, remaining=limit, rounds=rounds)
         parked.task = asyncio.create_task(
-            client.call_tool(tool, dict(arguments), read_timeout_seconds=PARK_MAX + limit),
+            client.call_tool(tool, arguments, read_timeout_seconds=PARK_MAX + limit),
             name=f"handrail-mcp-call-{tool}",
         )
         self._open[parked.id] = parked
@@ -429,7 +438,8 @@ class McpLink:
     ) -> CallOutcome:
         """Go on with a call that waited on a person, with `answer` (an `ElicitResult` as
         JSON): the same outcomes as `call`. A legacy call not parked here is
-        `ParkedCallGone`."""
+        `ParkedCallGone`. A URL-required round (see `mcp_rounds`) asks its next URL, or ends
+        on a decline, or once all are consented to sends the call again as it was."""
         limit = self.call_timeout if timeout is None else timeout
         if resume.get("protocol") == "legacy":
             parked = self._open.get(str(resume.get("parked")))
@@ -441,6 +451,14 @@ class McpLink:
         state = dict(resume)
         key = str(state.get("key"))
         state["responses"] = {**dict(state.get("responses") or {}), key: dict(answer)}
+        if state.get("protocol") == URL_REQUIRED:
+            refused = refused_text(state, self.name, tool)
+            if refused is not None:
+                raise McpCallFailed(refused, code="TOOL_SERVER_ERROR")
+            if next_key(state) is not None:
+                raise next_consent(state, self.name)
+            again = {"round": state.get("round"), "restarted": bool(state.get("restarted"))}
+            return await self._start(tool, dict(arguments), limit, again)
         client = await self._client()
         return await self._rounds(client, tool, dict(arguments), limit, state)
 
@@ -544,6 +562,11 @@ class McpLink:
             raise self._timed_out(parked.tool, parked.limit)
         try:
             result = parked.task.result()
+        except MCPError as exc:
+            if exc.code == types.URL_ELICITATION_REQUIRED:
+                rounds = parked.rounds + 1
+                raise self._url_required(parked.tool, exc.error, rounds, parked.limit) from None
+            raise self._failed(parked.tool, exc, parked.limit) from None
         except Exception as exc:
             raise self._failed(parked.tool, exc, parked.limit) from None
         return outcome_of(result)
@@ -558,20 +581,22 @@ class McpLink:
     ) -> CallOutcome:
         """Drive a 2026-07-28 call's rounds: ask a person for each input request in turn
         (`ElicitationNeeded` carries the rounds so far), then retry with the responses and the
-        ``requestState`` byte-exact. A state the server rejects restarts the call once."""
+        ``requestState`` byte-exact. A state the server rejects restarts the call once; a
+        refusal with -32042 is a URL-required round (see `mcp_rounds`)."""
         while True:
-            pending = [
-                k for k in state.get("order") or [] if k not in (state.get("responses") or {})
-            ]
-            if pending:
-                key = pending[0]
-                request = ElicitationRequest(**_request_args(state["requests"][key], self.name))
+            key = next_key(state)
+            if key is not None:
+                request = ElicitationRequest(**request_args(state["requests"][key], self.name))
                 raise ElicitationNeeded(request, {**state, "protocol": "2026-07-28", "key": key})
-            responses = _responses(state) if state.get("order") else None
+            responses = responses_of(state) if state.get("order") else None
             try:
                 result = await self._send(
                     client, tool, arguments, limit, responses, state.get("requestState")
                 )
+            except _UrlRequired as refused:
+                rounds = int(state.get("round") or 0) + 1
+                again = bool(state.get("restarted"))
+                raise self._url_required(tool, refused.error, rounds, limit, again) from None
             except _StateRejected:
                 if state.get("restarted"):
                     raise McpCallFailed(
@@ -584,19 +609,15 @@ class McpLink:
                 continue
             if not isinstance(result, types.InputRequiredResult):
                 outcome = outcome_of(result)
-                return _restarted(outcome, self.name) if state.get("restarted") else outcome
+                return restarted(outcome, self.name) if state.get("restarted") else outcome
             rounds = int(state.get("round") or 0) + 1
             if rounds > INPUT_ROUNDS_MAX:
-                raise McpCallFailed(
-                    f"The server {self.name} asked for more than {INPUT_ROUNDS_MAX} rounds of "
-                    f"input in one call of {tool}, so handrail stopped it. Tell the user.",
-                    code="TOOL_SERVER_ERROR",
-                )
+                raise too_many_rounds(self.name, tool)
             requests: dict[str, Any] = {}
             responses_now: dict[str, Any] = {}
             for key, asked in sorted((result.input_requests or {}).items()):
                 if isinstance(asked, types.ElicitRequest):
-                    requests[key] = _request_json(asked.params)
+                    requests[key] = request_json(asked.params)
                 elif isinstance(asked, types.ListRootsRequest):
                     responses_now[key] = {"roots": []}
                 else:
@@ -651,6 +672,8 @@ class McpLink:
                 and data.get("reason") == "invalid_request_state"
             ):
                 raise _StateRejected() from None
+            if exc.code == types.URL_ELICITATION_REQUIRED:
+                raise _UrlRequired(exc.error) from None
             raise self._failed(tool, exc, limit) from None
         except Exception as exc:
             raise self._failed(tool, exc, limit) from None
@@ -696,7 +719,14 @@ class McpLink:
         )
 
     def _request_of(self, params: types.ElicitRequestParams) -> ElicitationRequest:
-        return ElicitationRequest(**_request_args(_request_json(params), self.name))
+        return ElicitationRequest(**request_args(request_json(params), self.name))
+
+    def _url_required(
+        self, tool: str, error: types.ErrorData, rounds: int, limit: float, again: bool = False
+    ) -> HandrailError:
+        """A call refused with -32042, making round `rounds` of the call (see `mcp_rounds`)."""
+        made = url_consent(error, rounds, server=self.name, tool=tool, restarted=again)
+        return made or self._failed(tool, MCPError.from_error_data(error), limit)
 
     def _sign_in_lost(self, tool: str) -> McpCallFailed:
         return McpCallFailed(
@@ -737,53 +767,12 @@ class _StateRejected(Exception):
     another process)."""
 
 
-def _request_json(params: types.ElicitRequestParams) -> dict[str, Any]:
-    """An elicitation request as stored with its pending ask (only what the ask needs)."""
-    if isinstance(params, types.ElicitRequestURLParams):
-        out: dict[str, Any] = {"mode": "url", "message": params.message, "url": params.url}
-        if params.elicitation_id:
-            out["elicitationId"] = params.elicitation_id
-        return out
-    return {
-        "mode": "form",
-        "message": params.message,
-        "requestedSchema": dict(params.requested_schema),
-    }
+class _UrlRequired(Exception):
+    """The server refused the call with -32042 (`URLElicitationRequiredError`)."""
 
-
-def _request_args(data: Mapping[str, Any], server: str) -> dict[str, Any]:
-    cleaned, _ = storable(dict(data))
-    return {
-        "mode": "url" if cleaned.get("mode") == "url" else "form",
-        "message": str(cleaned.get("message") or ""),
-        "server": server,
-        "requested_schema": cleaned.get("requestedSchema"),
-        "url": cleaned.get("url"),
-        "elicitation_id": cleaned.get("elicitationId"),
-    }
-
-
-def _responses(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The input responses of a round, as the SDK's models."""
-    out: dict[str, Any] = {}
-    requests = state.get("requests") or {}
-    for key, value in (state.get("responses") or {}).items():
-        if key in requests:
-            out[key] = types.ElicitResult.model_validate(value)
-        else:
-            out[key] = types.ListRootsResult.model_validate(value)
-    return out
-
-
-def _restarted(outcome: CallOutcome, server: str) -> CallOutcome:
-    """A result of a call started over: the model reads that it was."""
-    note = (
-        f"(The server {server} no longer accepted the earlier answers, so the call was started "
-        "over once and the person answered again.)"
-    )
-    if isinstance(outcome.content, str):
-        return CallOutcome(content=f"{note}\n{outcome.content}", is_error=outcome.is_error)
-    return CallOutcome(content={"note": note, **outcome.content}, is_error=outcome.is_error)
+    def __init__(self, error: types.ErrorData) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -1,21 +1,58 @@
-"""A tool call's result for the model (`CallOutcome`): text as text, otherwise ``{content,
-structuredContent}`` as the SDK gives them, and ``isError``. An image or audio block keeps its
-place, type and MIME type, with its data replaced by its size and a note: no file bytes are
-stored in a conversation. Images (PNG, JPEG, GIF, WebP, up to `IMAGE_MAX_BYTES`) come with the
-outcome as `McpFile`s, for the model to see with the result on that turn.
+"""A tool call's result for the model (`CallOutcome`), or why there is none yet
+(`McpCallFailed`: the server failed, timed out, or is not there; `ElicitationNeeded`: it waits
+on a person).
+
+A result: text as text, otherwise ``{content, structuredContent}`` as the SDK gives them, and
+``isError``. An image or audio block keeps its place, type and MIME type, with its data
+replaced by its size and a note: no file bytes are stored in a conversation. Images (PNG, JPEG,
+GIF, WebP, up to `IMAGE_MAX_BYTES`) come with the outcome as `McpFile`s, for the model to see
+with the result on that turn.
 """
 
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-__all__ = ["IMAGE_MAX_BYTES", "CallOutcome", "McpFile", "outcome_of"]
+from ..errors import HandrailError
+from .elicitation import ElicitationRequest
+
+__all__ = [
+    "IMAGE_MAX_BYTES",
+    "CallOutcome",
+    "ElicitationNeeded",
+    "FailureCode",
+    "McpCallFailed",
+    "McpFile",
+    "outcome_of",
+]
 
 #: The largest image of a tool result shown to the model (a provider's own limit).
 IMAGE_MAX_BYTES: Final = 5 * 1024 * 1024
 _IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+FailureCode = Literal["TOOL_SERVER_ERROR", "TOOL_TIMEOUT", "TOOL_CONNECTION_ERROR"]
+
+
+class McpCallFailed(HandrailError):
+    """A call that did not give a result: the message is for the model, `code` says why."""
+
+    def __init__(self, message: str, *, code: FailureCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ElicitationNeeded(HandrailError):
+    """A call that waits on a person: the server asked for input (elicitation). `request` is
+    what it asked; `resume` (JSON) is how to go on once answered (`McpLink.resume`): for a
+    2026-07-28 server the call's ``requestState`` and its rounds, byte-exact; for a legacy
+    server the id of the call parked in this process; for a URL-required round (see
+    `mcp_rounds`) the URLs and the consents so far."""
+
+    def __init__(self, request: ElicitationRequest, resume: dict[str, Any]) -> None:
+        super().__init__(f"{request.server} asks for input")
+        self.request = request
+        self.resume = resume
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

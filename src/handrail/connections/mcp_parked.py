@@ -71,6 +71,8 @@ class Parked:
     waiting: asyncio.Future[Any] | None = None
     #: Whether a turn waits for the call now (`McpLink._wait_parked`).
     watched: bool = False
+    #: The rounds of the call before this one was sent (URL-required rounds, `mcp_rounds`).
+    rounds: int = 0
 
 
 def drop_result(task: asyncio.Task[Any]) -> None:

@@ -5,8 +5,10 @@ the call pauses on an ask (``origin: "elicitation"``), and the answer goes back 
 can show becomes `GateRequired` with the ask (`handrail.connections.elicitation.to_ask`) and the
 state to go on with, kept on the pending ask: for a 2026-07-28 server the call's rounds and its
 ``requestState`` (byte-exact), so any process answers it; for a legacy server the id of the call
-parked in this process. A request no ask can show is declined to the server, and the model
-reads why.
+parked in this process; for a call the server refused with -32042 until pages are opened (a
+URL-required round, `handrail.connections.mcp_rounds`) those URLs, each a consent ask in turn,
+the call sent again once all are consented to (any process can). A request no ask can show is
+declined to the server, and the model reads why.
 
 `ElicitationGate` turns the answer into the server's `ElicitResult` and goes on with the call,
 which may ask again (the next question follows the first). A legacy call's answer that reaches
@@ -278,8 +280,8 @@ class ElicitationGate(Gate):
         self, runner: StepRunner, run: TurnRun, pending: PendingAsk, answer: Answer
     ) -> None:
         """A turn taken over after the answer was committed: a legacy call died with its
-        process; a 2026-07-28 call is sent again only when the tool is safe to run again,
-        else it is reported uncertain."""
+        process; a 2026-07-28 or URL-required call is sent again only when the tool is safe
+        to run again, else it is reported uncertain."""
         held = runner.held(run, pending)
         if held is None:
             return
