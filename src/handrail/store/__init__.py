@@ -221,7 +221,7 @@ class Store:
         when it does not exist or was deleted."""
         if self.db.backend == "postgresql":
             return await self.db.read(_load_turn_at_once, history_id)
-        return await self.db.snapshot(_load_turn, history_id)
+        return await self.db.quick_snapshot(_load_turn, history_id)
 
     async def close(self) -> None:
         await self.events.close()

@@ -11,12 +11,13 @@ runs fastest without blocking the event loop:
 - SQLite: the whole transaction runs in one hop to a thread of the database's own (``sqlite3``
   blocks, on the disk's fsync above all), so a transaction of several statements costs one
   thread round trip, not one per statement. Reads run on a few reader threads (WAL lets them
-  go on beside a writer). Writes run on one writer thread, which groups the write transactions
-  that queued up while it was busy into one commit: each runs in its own savepoint, so one that
-  raises is rolled back alone and its caller gets its error, while the others commit together,
-  with one fsync for all of them; no caller hears of success before that commit is on disk. A
-  group whose commit fails, or whose transaction SQLite itself rolled back, runs again one
-  transaction per write.
+  go on beside a writer); a `quick_snapshot` runs on the event loop's own thread when no write
+  is in flight and the read needs no lock it would wait for (see there). Writes run on one
+  writer thread, which groups the write transactions that queued up while it was busy into
+  one commit: each runs in its own savepoint, so one that raises is rolled back alone and its
+  caller gets its error, while the others commit together, with one fsync for all of them; no
+  caller hears of success before that commit is on disk. A group whose commit fails, or whose
+  transaction SQLite itself rolled back, runs again one transaction per write.
 - PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
   (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
@@ -66,9 +67,11 @@ from handrail.errors import ConfigError
 __all__ = [
     "DEFAULT_URL",
     "Database",
+    "NotHere",
     "Work",
     "alembic_config",
     "all_rows",
+    "check_here",
     "driver_url",
     "first_row",
     "row_count",
@@ -100,8 +103,18 @@ SQLITE_THREADS: Final = 4
 PG_POOL_SIZE: Final = 40
 PG_POOL_OVERFLOW: Final = 0
 
+#: A `Database.quick_snapshot` whose work finds more rows than this (`Database.check_here`) runs
+#: on a reader thread instead of the event loop's.
+QUICK_ROWS: Final = 64
+
+#: The SQLite result codes (their primary part) of a lock another connection holds.
+_BUSY_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
 #: At most this many write transactions share one SQLite commit.
 GROUP_COMMIT_MAX: Final = 64
+
+#: The key of `Connection.info` that marks a `quick_snapshot`'s connection.
+_HERE: Final = "handrail_here"
 
 #: The savepoint each write of a group runs in.
 _SAVEPOINT: Final = "handrail_write"
@@ -270,6 +283,32 @@ def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
 _STOP: Final = object()
 
 
+class NotHere(Exception):
+    """Raised by `Database.check_here` inside a `Database.quick_snapshot` that runs on the
+    event loop's thread and found more than it should read there: the read runs again on a
+    reader thread. Never seen by a caller."""
+
+
+def check_here(connection: Connection, rows: int) -> None:
+    """In the work of a `Database.quick_snapshot`: it is about to read `rows` rows; raises
+    `NotHere` when it runs on the event loop's thread and that is more than `QUICK_ROWS` (the
+    read then runs again on a reader thread). Elsewhere it does nothing."""
+    if rows > QUICK_ROWS and connection.info.get(_HERE):
+        raise NotHere
+
+
+def _busy(error: BaseException) -> bool:
+    """Whether `error` (or the ``sqlite3`` error SQLAlchemy wrapped in it) is SQLite's "the
+    database is locked" or "busy"."""
+    orig = getattr(error, "orig", error)
+    code = getattr(orig, "sqlite_errorcode", None)
+    return (
+        isinstance(orig, sqlite3.OperationalError)
+        and code is not None
+        and (code & 0xFF in _BUSY_CODES)
+    )
+
+
 class _Workers:
     """A few threads that run blocking calls for an event loop.
 
@@ -356,14 +395,24 @@ class _Writer:
     ) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._run_group = run_group
+        # The calls queued (counted by the callers' loop) and those answered (by this thread):
+        # each count has one thread that writes it, so neither loses an update.
+        self._sent = 0
+        self._answered = 0
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def run(self, function: Callable[..., T], args: tuple[Any, ...], alone: bool) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        self._sent += 1
         self._queue.put((loop, future, function, args, alone))
         return future
+
+    @property
+    def idle(self) -> bool:
+        """No write is queued or running (as far as this moment tells)."""
+        return self._sent == self._answered
 
     def _serve(self) -> None:
         held: Any = None  # a call taken from the queue that must start the next group
@@ -387,6 +436,7 @@ class _Writer:
                 outcomes = self._run_group([(f, args) for _, _, f, args, _ in group])
             except BaseException as exc:  # the thread goes on; every caller hears of it
                 outcomes = [(None, exc)] * len(group)
+            self._answered += len(group)
             for (loop, future, *_), (result, error) in zip(group, outcomes, strict=True):
                 # A loop that closed meanwhile has nobody waiting (RuntimeError).
                 with contextlib.suppress(RuntimeError):
@@ -434,6 +484,9 @@ class Database:
         self._local = threading.local()
         self._kept: list[Connection] = []
         self._kept_lock = threading.Lock()
+        # The connections `quick_snapshot` reads on, by the thread of the event loop that uses
+        # each (opened on a reader thread: opening may wait for a lock).
+        self._here: dict[int, Connection] = {}
         self.engine: Engine | AsyncEngine
         if self.backend == "sqlite":
             self.engine = self._sqlite_engine(echo)
@@ -487,7 +540,7 @@ class Database:
             else create_engine(
                 self.url,
                 poolclass=pool.QueuePool,
-                pool_size=SQLITE_THREADS + 1,  # the readers and the writer
+                pool_size=SQLITE_THREADS + 2,  # the readers, the writer, the event loop's
                 max_overflow=0,
                 **options,
             )
@@ -617,6 +670,63 @@ class Database:
         committed state."""
         return await self._run(self._snapshot, False, _bound(work, kwargs), args)
 
+    async def quick_snapshot(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """A `snapshot` for the small reads every turn makes. On a SQLite file, when no write
+        is queued or running, it runs on the event loop's own thread: a hop to a reader thread
+        and back (a thread's wake-up, then the loop's) costs more than such a read. The loop
+        never waits there: its connection has no busy timeout, so a read that would wait for a
+        lock (in WAL mode a reader waits for no writer and no passive checkpoint, only for a
+        connection that recovers or resets the database) fails at once and runs again on a
+        reader thread, as does a read whose `work` finds more than `QUICK_ROWS` rows
+        (`check_here`), so the loop's part does not grow with the data. While a write is in
+        flight the read takes a reader thread, since the loop would otherwise hand the GIL to
+        the writer at each statement. A read runs again without harm: it changes nothing.
+        Elsewhere (PostgreSQL, an in-memory SQLite database) it is `snapshot`."""
+        bound = _bound(work, kwargs)
+        writer = self._writer
+        if writer is None or not writer.idle or self._executor is None:
+            return await self._run(self.engine, False, bound, args)
+        loop_thread = threading.get_ident()
+        connection = self._here.get(loop_thread)
+        if connection is None or connection.closed or connection.invalidated:
+            return await self._run(self.engine, False, self._open_here, (loop_thread, bound, args))
+        try:
+            self._local.writes = False  # read by `on_begin`
+            with connection.begin():
+                return bound(connection, *args)
+        except NotHere:
+            pass
+        except Exception as exc:
+            if not _busy(exc):
+                without_values(exc)
+                raise
+        return await self._run(self.engine, False, bound, args)
+
+    def _open_here(
+        self,
+        connection: Connection,
+        loop_thread: int,
+        work: Callable[..., T],
+        args: tuple[Any, ...],
+    ) -> T:
+        """On a reader thread, in a read transaction: open the connection `quick_snapshot`
+        reads on for the loop of `loop_thread` (no busy timeout: it never waits for a lock),
+        then run the read that wanted it."""
+        assert isinstance(self.engine, Engine)
+        here = self.engine.connect()
+        try:
+            driver = here.connection.driver_connection
+            assert isinstance(driver, sqlite3.Connection)
+            driver.execute("PRAGMA busy_timeout=0")
+        except BaseException:
+            here.close()
+            raise
+        here.info[_HERE] = True
+        with self._kept_lock:
+            self._kept.append(here)
+        self._here[loop_thread] = here
+        return work(connection, *args)
+
     async def write(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``work(connection, *args)`` in a write transaction: committed when it returns,
         rolled back if it raises. On SQLite it holds the database's write lock from its first
@@ -652,6 +762,7 @@ class Database:
             await loop.run_in_executor(None, writer.shutdown)
         if executor is not None:
             await loop.run_in_executor(None, executor.shutdown)
+        self._here.clear()
         with self._kept_lock:
             kept, self._kept = self._kept, []
         for connection in kept:

@@ -32,7 +32,7 @@ from handrail._util import new_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
-from handrail.store.db import Database
+from handrail.store.db import Database, check_here
 from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
 from handrail.store.outbox import EventOutbox, insert_outbox_events
@@ -195,7 +195,7 @@ class HistoryRepo:
             # One statement sees one snapshot by itself: no transaction around it.
             loaded = await self._db.read(load_history_at_once, history_id)
             return None if loaded is None else (loaded[0], loaded[1])
-        return await self._db.snapshot(load_history, history_id)
+        return await self._db.quick_snapshot(load_history, history_id)
 
     async def apply(
         self,
@@ -251,11 +251,13 @@ def history_rows_of(connection: Connection, history_id: str) -> list[StoredRow]:
 
 
 def load_history(connection: Connection, history_id: str) -> tuple[History, list[StoredRow]] | None:
-    """The history and its rows, or None when it does not exist or was deleted."""
-    history = get_history(connection, history_id)
-    if history is None:
+    """The history and its rows, or None when it does not exist or was deleted. In a
+    `Database.quick_snapshot` it checks the number of rows first (`check_here`)."""
+    row = _GET.first(connection, {"history_id": history_id})
+    if row is None:
         return None
-    return history, history_rows_of(connection, history_id)
+    check_here(connection, row["next_seq"])  # the rows appended, of which none or some removed
+    return _history_from(row), history_rows_of(connection, history_id)
 
 
 def load_history_at_once(

@@ -1,0 +1,143 @@
+"""`Database.quick_snapshot` on SQLite: the small reads of a turn run on the event loop's thread
+while no write is in flight, and on a reader thread when a write is, when they would read more
+than `QUICK_ROWS` rows, or when they would wait for a lock; the result is the same."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, text
+
+from handrail.store import Database
+from handrail.store.db import QUICK_ROWS, check_here
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'q.db'}", synchronous="FULL")
+    await database.write(_create)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+def _create(connection: Connection) -> None:
+    connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"))
+    connection.execute(text("INSERT INTO t (id, v) VALUES (1, 'one'), (2, 'two')"))
+
+
+def _read(connection: Connection, threads: list[int], rows: int = 2) -> list[str]:
+    threads.append(threading.get_ident())
+    check_here(connection, rows)
+    return [row.v for row in connection.execute(text("SELECT v FROM t ORDER BY id"))]
+
+
+async def test_a_quick_read_runs_on_the_loop_while_no_write_is_in_flight(db: Database) -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    assert await db.quick_snapshot(_read, threads) == ["one", "two"]  # opens its connection
+    assert threads[-1] != loop_thread
+    assert await db.quick_snapshot(_read, threads) == ["one", "two"]
+    assert threads[-1] == loop_thread
+    await db.write(lambda c: c.execute(text("UPDATE t SET v = 'uno' WHERE id = 1")))
+    assert await db.quick_snapshot(_read, threads) == ["uno", "two"]  # sees the commit
+    assert threads[-1] == loop_thread
+
+
+async def test_a_quick_read_takes_a_reader_thread_while_a_write_is_in_flight(
+    db: Database,
+) -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    await db.quick_snapshot(_read, threads)
+    started, go = threading.Event(), threading.Event()
+
+    def hold(connection: Connection) -> None:
+        started.set()
+        assert go.wait(10)
+
+    writing = asyncio.ensure_future(db.write(hold))
+    await asyncio.to_thread(started.wait, 10)
+    try:
+        assert await db.quick_snapshot(_read, threads) == ["one", "two"]
+        assert threads[-1] != loop_thread
+    finally:
+        go.set()
+        await writing
+    await db.quick_snapshot(_read, threads)
+    assert threads[-1] == loop_thread
+
+
+async def test_a_quick_read_of_many_rows_runs_again_on_a_reader_thread(db: Database) -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    await db.quick_snapshot(_read, threads)
+    threads.clear()
+    assert await db.quick_snapshot(_read, threads, QUICK_ROWS) == ["one", "two"]
+    assert threads == [loop_thread]
+    threads.clear()
+    assert await db.quick_snapshot(_read, threads, QUICK_ROWS + 1) == ["one", "two"]
+    assert threads[0] == loop_thread
+    assert threads[1:]
+    assert loop_thread not in threads[1:]
+
+
+async def test_a_quick_read_that_would_wait_for_a_lock_runs_on_a_reader_thread(
+    db: Database,
+) -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    await db.quick_snapshot(_read, threads)
+
+    def locked_here(connection: Connection) -> list[str]:
+        if threading.get_ident() == loop_thread:
+            threads.append(loop_thread)
+            busy = sqlite3.OperationalError("database is locked")
+            busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            raise busy
+        return _read(connection, threads)
+
+    threads.clear()
+    assert await db.quick_snapshot(locked_here) == ["one", "two"]
+    assert threads[0] == loop_thread
+    assert threads[1] != loop_thread
+
+
+async def test_a_quick_read_raises_what_its_work_raises(db: Database) -> None:
+    threads: list[int] = []
+    await db.quick_snapshot(_read, threads)
+
+    def fails(connection: Connection) -> None:
+        threads.append(threading.get_ident())
+        raise ValueError("no")
+
+    threads.clear()
+    with pytest.raises(ValueError, match="no"):
+        await db.quick_snapshot(fails)
+    assert threads == [threading.get_ident()]  # not run again
+
+
+async def test_the_loops_connection_does_not_wait_for_locks(db: Database) -> None:
+    threads: list[int] = []
+    await db.quick_snapshot(_read, threads)
+
+    def timeout(connection: Connection) -> int:
+        return int(connection.execute(text("PRAGMA busy_timeout")).scalar_one())
+
+    assert await db.quick_snapshot(timeout) == 0
+    assert await db.snapshot(timeout) == 30_000
+
+
+async def test_in_memory_a_quick_read_is_a_snapshot() -> None:
+    async with Database("sqlite://") as database:
+        await database.write(_create)
+        threads: list[int] = []
+        assert await database.quick_snapshot(_read, threads) == ["one", "two"]
+        assert await database.quick_snapshot(_read, threads) == ["one", "two"]
+        assert threading.get_ident() not in threads
