@@ -15,8 +15,9 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from handrail.errors import Conflict
 from handrail.store.db import Database, all_rows, first_row, row_count
@@ -47,35 +48,34 @@ _DROP_OWNED = Prepared(
         L.history_id == bindparam("history_id"), L.owner == bindparam("lease_owner")
     )
 )
-_HOLD = Prepared(
-    insert(turn_leases).values(
+
+
+def _upsert(make: Any) -> Prepared:
+    """An insert of a lease that replaces the history's lease if it has one, made with
+    `make` (PostgreSQL's or SQLite's ``insert``: both write ``INSERT ... ON CONFLICT DO
+    UPDATE``): one statement, not a delete and an insert, for the same row."""
+    replace = make(turn_leases).values(
         history_id=bindparam("history_id", type_=L.history_id.type),
         owner=bindparam("lease_owner", type_=L.owner.type),
         until=bindparam("until", type_=L.until.type),
         state=bindparam("state", type_=L.state.type),
         created=bindparam("created", type_=L.created.type),
     )
-)
-
-
-_REPLACE = pg_insert(turn_leases).values(
-    history_id=bindparam("history_id", type_=L.history_id.type),
-    owner=bindparam("lease_owner", type_=L.owner.type),
-    until=bindparam("until", type_=L.until.type),
-    state=bindparam("state", type_=L.state.type),
-    created=bindparam("created", type_=L.created.type),
-)
-_UPSERT = Prepared(
-    _REPLACE.on_conflict_do_update(
-        index_elements=[L.history_id],
-        set_={
-            "owner": _REPLACE.excluded.owner,
-            "until": _REPLACE.excluded.until,
-            "state": _REPLACE.excluded.state,
-            "created": _REPLACE.excluded.created,
-        },
+    return Prepared(
+        replace.on_conflict_do_update(
+            index_elements=[L.history_id],
+            set_={
+                "owner": replace.excluded.owner,
+                "until": replace.excluded.until,
+                "state": replace.excluded.state,
+                "created": replace.excluded.created,
+            },
+        )
     )
-)
+
+
+_UPSERT = _upsert(pg_insert)
+_UPSERT_SQLITE = _upsert(sqlite_insert)
 
 
 class LeaseLost(Conflict):
@@ -162,12 +162,10 @@ def lease_from(rows: Sequence[Mapping[str, Any]]) -> TurnLease | None:
 
 
 def write_lease(connection: Connection, lease: TurnLease) -> None:
-    """Hold `lease` from now on, in the caller's transaction (replacing any other)."""
-    postgresql = connection.dialect.name == "postgresql"
-    if not postgresql:
-        _DROP.run(connection, {"history_id": lease.history_id})
-    # On PostgreSQL one statement replaces the row: an upsert.
-    (_UPSERT if postgresql else _HOLD).later(
+    """Hold `lease` from now on, in the caller's transaction (replacing any other): one
+    statement, an upsert, on PostgreSQL and SQLite."""
+    upsert = _UPSERT_SQLITE if connection.dialect.name == "sqlite" else _UPSERT
+    upsert.later(
         connection,
         {
             "history_id": lease.history_id,
