@@ -35,6 +35,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 
+from handrail.store._types import UTCDateTime, sqlite_utc_datetime, sqlite_utc_text
+
 __all__ = ["Prepared", "batched"]
 
 Params = Mapping[str, Any]
@@ -53,7 +55,10 @@ class _Plan:
     #: Per position: the caller's parameter name, its value when the caller gives none (a
     #: literal of the statement, or `_REQUIRED`), and its bind processor.
     slots: tuple[tuple[str, Any, Processor], ...]
-    columns: tuple[tuple[str, Processor], ...]
+    #: The result's column names, and (name, position, result processor) for each column
+    #: that has one.
+    names: tuple[str, ...]
+    processed: tuple[tuple[str, int, Callable[[Any], Any]], ...]
 
     def positional(self, params: Params) -> tuple[Any, ...]:
         # What `Compiled.construct_params` does for named binds, without its general work.
@@ -66,14 +71,17 @@ class _Plan:
         return tuple(out)
 
     def rows(self, cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-        columns = self.columns
-        return [
-            {
-                name: raw if process is None else process(raw)
-                for (name, process), raw in zip(columns, row, strict=True)
-            }
-            for row in cursor.fetchall()
-        ]
+        names = self.names
+        fetched = cursor.fetchall()
+        if not self.processed:
+            return [dict(zip(names, row, strict=True)) for row in fetched]
+        out = []
+        for row in fetched:
+            item = dict(zip(names, row, strict=True))
+            for name, position, process in self.processed:
+                item[name] = process(row[position])
+            out.append(item)
+        return out
 
 
 _PLANS = "_handrail_prepared_plans"
@@ -88,12 +96,30 @@ def _single(processor: object) -> Processor:
     raise TypeError("Prepared statements take no expanding (IN) parameters.")
 
 
-def _slot(compiled: Compiled, name: str, processor: object) -> tuple[str, Any, Processor]:
+def _slot(
+    compiled: Compiled, name: str, processor: object, sqlite: bool
+) -> tuple[str, Any, Processor]:
     bind = cast(SQLCompiler, compiled).binds[name]
     if bind.callable is not None:
         raise TypeError("Prepared statements take no parameters with a callable value.")
     default = _REQUIRED if bind.required else bind.effective_value
+    if sqlite and isinstance(bind.type, UTCDateTime):
+        return bind.key, default, sqlite_utc_text  # the same text, in one call
     return bind.key, default, _single(processor)
+
+
+def _columns(compiled: Compiled, dialect: Dialect) -> list[tuple[str, Processor]]:
+    """Each result column's name and result processor."""
+    sqlite = dialect.name == "sqlite"
+    return [
+        (
+            entry.keyname,
+            sqlite_utc_datetime  # the same value, in one call
+            if sqlite and isinstance(entry.type, UTCDateTime)
+            else entry.type._cached_result_processor(dialect, None),
+        )
+        for entry in getattr(compiled, "_result_columns", ())
+    ]
 
 
 #: What a statement run `later` checks its row count with (it raises to fail the transaction).
@@ -273,13 +299,17 @@ class Prepared:
             compiled = self.statement.compile(dialect=dialect)
             names = tuple(compiled.positiontup or ())
             processors = compiled._bind_processors
+            sqlite = dialect.name == "sqlite"
+            columns = _columns(compiled, dialect)
             plan = _Plan(
                 compiled=compiled,
                 sql=compiled.string,
-                slots=tuple(_slot(compiled, name, processors.get(name)) for name in names),
-                columns=tuple(
-                    (entry.keyname, entry.type._cached_result_processor(dialect, None))
-                    for entry in getattr(compiled, "_result_columns", ())
+                slots=tuple(_slot(compiled, name, processors.get(name), sqlite) for name in names),
+                names=tuple(name for name, _ in columns),
+                processed=tuple(
+                    (name, position, process)
+                    for position, (name, process) in enumerate(columns)
+                    if process is not None
                 ),
             )
             plans[self] = plan  # a race only compiles twice

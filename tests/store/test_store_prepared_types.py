@@ -1,0 +1,103 @@
+"""A `Prepared` statement on SQLite binds and reads `UTCDateTime` values in one call each
+(`sqlite_utc_text`, `sqlite_utc_datetime`): the stored text and the values read back are
+exactly SQLAlchemy's own, and so are the errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Column, Connection, Integer, MetaData, Table, bindparam, insert, select
+from sqlalchemy.dialects import sqlite
+
+from handrail.store import Database
+from handrail.store._types import UTCDateTime, sqlite_utc_datetime, sqlite_utc_text
+from handrail.store.prepared import Prepared
+
+metadata = MetaData()
+moments = Table(
+    "moments",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("at", UTCDateTime, nullable=True),
+)
+
+CEST = dt.timezone(dt.timedelta(hours=2))
+VALUES = [
+    dt.datetime(2026, 12, 1, 20, 15, 3, 123456, tzinfo=dt.UTC),
+    dt.datetime(2026, 12, 1, 20, 15, 3, tzinfo=dt.UTC),  # no microseconds
+    dt.datetime(2026, 7, 1, 1, 2, 3, 45, tzinfo=CEST),  # another zone: stored as UTC
+    dt.datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC),  # a year of three digits
+    dt.datetime.max.replace(tzinfo=dt.UTC),
+    None,
+]
+
+
+def _sqlalchemy_text(value: dt.datetime | None) -> object:
+    process = UTCDateTime()._cached_bind_processor(sqlite.dialect())
+    assert process is not None
+    return process(value)
+
+
+def _sqlalchemy_value(text: str | None) -> object:
+    process = UTCDateTime()._cached_result_processor(sqlite.dialect(), None)
+    assert process is not None
+    return process(text)
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_the_text_and_the_value_are_sqlalchemys(value: dt.datetime | None) -> None:
+    text = sqlite_utc_text(value)
+    assert text == _sqlalchemy_text(value)
+    assert type(text) is type(_sqlalchemy_text(value))
+    back = sqlite_utc_datetime(text)
+    assert back == _sqlalchemy_value(text)
+    if back is not None:
+        assert back.tzinfo is dt.UTC
+
+
+@pytest.mark.parametrize("text", ["2026-12-01 20:15:03", "2026-12-01 22:15:03.5+02:00"])
+def test_other_stored_texts_read_back_as_sqlalchemy_reads_them(text: str) -> None:
+    assert sqlite_utc_datetime(text) == _sqlalchemy_value(text)
+
+
+def test_a_naive_timestamp_is_refused_as_before() -> None:
+    naive = dt.datetime(2026, 12, 1, 20, 15)
+    with pytest.raises(ValueError, match="timezone-aware") as ours:
+        sqlite_utc_text(naive)
+    with pytest.raises(ValueError, match="timezone-aware") as theirs:
+        _sqlalchemy_text(naive)
+    assert str(ours.value) == str(theirs.value)
+
+
+_INSERT = Prepared(insert(moments))
+_READ = Prepared(select(moments).where(moments.c.id == bindparam("id")))
+
+
+def _create(connection: Connection) -> None:
+    metadata.create_all(connection)
+
+
+def _write(connection: Connection, values: list[dt.datetime | None]) -> None:
+    _INSERT.run(connection, [{"id": i, "at": value} for i, value in enumerate(values)])
+
+
+def _stored(connection: Connection) -> list[str | None]:
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    return [row[0] for row in driver.execute("SELECT at FROM moments ORDER BY id")]
+
+
+def _read(connection: Connection, count: int) -> list[object]:
+    return [_READ.first(connection, {"id": i}) for i in range(count)]
+
+
+async def test_a_prepared_statement_stores_and_reads_the_same(tmp_path: Path) -> None:
+    async with Database(f"sqlite:///{tmp_path / 't.db'}") as database:
+        await database.write(_create)
+        await database.write(_write, VALUES)
+        assert await database.read(_stored) == [_sqlalchemy_text(v) for v in VALUES]
+        rows = await database.read(_read, len(VALUES))
+        expected = [None if v is None else v.astimezone(dt.UTC) for v in VALUES]
+        assert [row and row["at"] for row in rows] == expected
