@@ -1,6 +1,7 @@
 """`Database.quick_snapshot` on SQLite: the small reads of a turn run on the event loop's thread
-while no write is in flight, and on a reader thread when a write is, when they would read more
-than `QUICK_ROWS` rows, or when they would wait for a lock; the result is the same."""
+while the writer thread is idle, on the writer thread after its commit when it is not, and on a
+reader thread when they would read more than `QUICK_ROWS` rows or wait for a lock; the result
+is the same."""
 
 from __future__ import annotations
 
@@ -50,28 +51,81 @@ async def test_a_quick_read_runs_on_the_loop_while_no_write_is_in_flight(db: Dat
     assert threads[-1] == loop_thread
 
 
-async def test_a_quick_read_takes_a_reader_thread_while_a_write_is_in_flight(
+def _hold(connection: Connection, started: threading.Event, go: threading.Event) -> None:
+    started.set()
+    assert go.wait(10)
+    connection.execute(text("UPDATE t SET v = 'uno' WHERE id = 1"))
+
+
+async def test_a_quick_read_runs_on_the_writer_thread_after_the_write_in_flight(
     db: Database,
 ) -> None:
     loop_thread = threading.get_ident()
     threads: list[int] = []
     await db.quick_snapshot(_read, threads)
     started, go = threading.Event(), threading.Event()
-
-    def hold(connection: Connection) -> None:
-        started.set()
-        assert go.wait(10)
-
-    writing = asyncio.ensure_future(db.write(hold))
+    writing = asyncio.ensure_future(db.write(_hold, started, go))
     await asyncio.to_thread(started.wait, 10)
+    names: list[str] = []
+
+    def read(connection: Connection) -> list[str]:
+        names.append(threading.current_thread().name)
+        return _read(connection, threads)
+
     try:
-        assert await db.quick_snapshot(_read, threads) == ["one", "two"]
-        assert threads[-1] != loop_thread
+        reading = asyncio.ensure_future(db.quick_snapshot(read))
+        await asyncio.sleep(0.05)
+        assert not reading.done()  # it waits for the write's commit
     finally:
         go.set()
-        await writing
+    await writing
+    assert await reading == ["uno", "two"]
+    assert names == ["handrail-sqlite-writer"]
     await db.quick_snapshot(_read, threads)
     assert threads[-1] == loop_thread
+
+
+async def test_a_quick_read_on_the_writer_thread_raises_what_its_work_raises(
+    db: Database,
+) -> None:
+    started, go = threading.Event(), threading.Event()
+    writing = asyncio.ensure_future(db.write(_hold, started, go))
+    await asyncio.to_thread(started.wait, 10)
+
+    def fails(connection: Connection) -> None:
+        raise ValueError("no")
+
+    try:
+        reading = asyncio.ensure_future(db.quick_snapshot(fails))
+        await asyncio.sleep(0.01)
+    finally:
+        go.set()
+    await writing
+    with pytest.raises(ValueError, match="no"):
+        await reading
+    assert await db.write(lambda c: 1) == 1  # the writer goes on
+
+
+async def test_a_quick_read_of_many_rows_leaves_the_writer_thread(db: Database) -> None:
+    started, go = threading.Event(), threading.Event()
+    writing = asyncio.ensure_future(db.write(_hold, started, go))
+    await asyncio.to_thread(started.wait, 10)
+    names: list[str] = []
+
+    def read(connection: Connection) -> list[str]:
+        names.append(threading.current_thread().name)
+        return _read(connection, [], QUICK_ROWS + 1)
+
+    try:
+        reading = asyncio.ensure_future(db.quick_snapshot(read))
+        await asyncio.sleep(0.01)
+    finally:
+        go.set()
+    await writing
+    assert await reading == ["uno", "two"]
+    assert names[0] == "handrail-sqlite-writer"
+    assert names[1].startswith("handrail-sqlite-")
+    assert names[1] != "handrail-sqlite-writer"
 
 
 async def test_a_quick_read_of_many_rows_runs_again_on_a_reader_thread(db: Database) -> None:

@@ -282,6 +282,9 @@ def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
 
 _STOP: Final = object()
 
+#: The result of a read on the writer thread that must run on a reader thread instead.
+_ELSEWHERE: Final = object()
+
 
 class NotHere(Exception):
     """Raised by `Database.check_here` inside a `Database.quick_snapshot` that runs on the
@@ -383,18 +386,22 @@ class _Writer:
     """The one thread that runs a SQLite database's write transactions, several at a time.
 
     A call waits in a queue; the thread takes every call queued (at most `GROUP_COMMIT_MAX`)
-    and gives them to `run_group`, which commits them together and returns each one's outcome
-    (a result or an error). Every caller is answered after the group's commit. A call made
-    `alone` (migrations) gets a transaction of its own.
+    and gives the writes to `run_group`, which commits them together and returns each one's
+    outcome (a result or an error). Every caller is answered after the group's commit. A call
+    made `alone` (migrations) gets a transaction of its own. A `read` taken with the group runs
+    after its commit (`run_read`, its outcome likewise), so a read sent while the thread is
+    busy costs no thread a wake-up (see `Database.quick_snapshot`).
     """
 
     def __init__(
         self,
         name: str,
         run_group: Callable[[list[tuple[Callable[..., Any], tuple[Any, ...]]]], list[Any]],
+        run_read: Callable[[Callable[..., Any], tuple[Any, ...]], tuple[Any, Any]],
     ) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._run_group = run_group
+        self._run_read = run_read
         # The calls queued (counted by the callers' loop) and those answered (by this thread):
         # each count has one thread that writes it, so neither loses an update.
         self._sent = 0
@@ -402,16 +409,18 @@ class _Writer:
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, function: Callable[..., T], args: tuple[Any, ...], alone: bool) -> Any:
+    def run(
+        self, function: Callable[..., T], args: tuple[Any, ...], alone: bool, read: bool = False
+    ) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._sent += 1
-        self._queue.put((loop, future, function, args, alone))
+        self._queue.put((loop, future, function, args, alone, read))
         return future
 
     @property
     def idle(self) -> bool:
-        """No write is queued or running (as far as this moment tells)."""
+        """No call is queued or running (as far as this moment tells)."""
         return self._sent == self._answered
 
     def _serve(self) -> None:
@@ -432,15 +441,24 @@ class _Writer:
                         held = more
                         break
                     group.append(more)
-            try:
-                outcomes = self._run_group([(f, args) for _, _, f, args, _ in group])
-            except BaseException as exc:  # the thread goes on; every caller hears of it
-                outcomes = [(None, exc)] * len(group)
-            self._answered += len(group)
-            for (loop, future, *_), (result, error) in zip(group, outcomes, strict=True):
-                # A loop that closed meanwhile has nobody waiting (RuntimeError).
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(_settle, future, result, error)
+            reads = [job for job in group if job[5]]
+            if reads:
+                group = [job for job in group if not job[5]]
+            if group:
+                try:
+                    outcomes = self._run_group([(f, args) for _, _, f, args, *_ in group])
+                except BaseException as exc:  # the thread goes on; every caller hears of it
+                    outcomes = [(None, exc)] * len(group)
+                self._answer(group, outcomes)
+            if reads:
+                self._answer(reads, [self._run_read(f, args) for _, _, f, args, *_ in reads])
+
+    def _answer(self, jobs: list[Any], outcomes: list[tuple[Any, Any]]) -> None:
+        self._answered += len(jobs)
+        for (loop, future, *_), (result, error) in zip(jobs, outcomes, strict=True):
+            # A loop that closed meanwhile has nobody waiting (RuntimeError).
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future, result, error)
 
     def shutdown(self) -> None:
         """Let the queued calls finish, then stop the thread."""
@@ -494,7 +512,9 @@ class Database:
             # One thread for an in-memory database: its one connection is shared.
             self._executor = _Workers(1 if memory else SQLITE_THREADS, "handrail-sqlite")
             if not memory:
-                self._writer = _Writer("handrail-sqlite-writer", self._write_group)
+                self._writer = _Writer(
+                    "handrail-sqlite-writer", self._write_group, self._read_on_writer
+                )
         else:
             self.engine = create_async_engine(
                 self.url,
@@ -623,6 +643,23 @@ class Database:
         except BaseException as exc:  # handed to the caller, never lost
             return None, exc
 
+    def _read_on_writer(
+        self, work: Callable[..., Any], args: tuple[Any, ...]
+    ) -> tuple[Any, BaseException | None]:
+        """On the writer thread, between its commits: a `quick_snapshot`'s read, in a read
+        transaction of the writer's connection; its (result, error), `_ELSEWHERE` for a read
+        that found more than it should read there (`check_here`)."""
+        connection = self._connection()
+        connection.info[_HERE] = True
+        try:
+            return self._in_transaction(False, work, args), None
+        except NotHere:
+            return _ELSEWHERE, None
+        except BaseException as exc:  # handed to the caller, never lost
+            return None, exc
+        finally:
+            connection.info.pop(_HERE, None)
+
     def _write_group(
         self, group: list[tuple[Callable[..., Any], tuple[Any, ...]]]
     ) -> list[tuple[Any, BaseException | None]]:
@@ -671,21 +708,37 @@ class Database:
         return await self._run(self._snapshot, False, _bound(work, kwargs), args)
 
     async def quick_snapshot(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """A `snapshot` for the small reads every turn makes. On a SQLite file, when no write
-        is queued or running, it runs on the event loop's own thread: a hop to a reader thread
-        and back (a thread's wake-up, then the loop's) costs more than such a read. The loop
-        never waits there: its connection has no busy timeout, so a read that would wait for a
-        lock (in WAL mode a reader waits for no writer and no passive checkpoint, only for a
-        connection that recovers or resets the database) fails at once and runs again on a
-        reader thread, as does a read whose `work` finds more than `QUICK_ROWS` rows
-        (`check_here`), so the loop's part does not grow with the data. While a write is in
-        flight the read takes a reader thread, since the loop would otherwise hand the GIL to
-        the writer at each statement. A read runs again without harm: it changes nothing.
-        Elsewhere (PostgreSQL, an in-memory SQLite database) it is `snapshot`."""
+        """A `snapshot` for the small reads every turn makes, on SQLite without a hop to a
+        reader thread and back (two wake-ups, the thread's and then the loop's, which cost more
+        than such a read and keep the loop waiting on the wake-up of a thread that then waits
+        for the GIL):
+
+        - when no call is queued for the writer thread or running there, on the event loop's
+          own thread. The loop never waits there: its connection has no busy timeout, so a
+          read that would wait for a lock (in WAL mode a reader waits for no writer and no
+          passive checkpoint, only for a connection that recovers or resets the database)
+          fails at once and runs again on a reader thread;
+        - otherwise on the writer thread, after the commit it is busy with: a busy thread
+          needs no wake-up, and on the loop's thread the read would hand the GIL to the
+          writer at each statement.
+
+        A read whose `work` finds more than `QUICK_ROWS` rows (`check_here`) runs again on a
+        reader thread, so neither the loop's part nor the writer's grows with the data. A read
+        runs again without harm: it changes nothing. Elsewhere (PostgreSQL, an in-memory
+        SQLite database) it is `snapshot`."""
         bound = _bound(work, kwargs)
         writer = self._writer
-        if writer is None or not writer.idle or self._executor is None:
-            return await self._run(self.engine, False, bound, args)
+        if writer is None or self._executor is None:
+            return await self._run(self._snapshot, False, bound, args)
+        if not writer.idle:
+            try:
+                result = await writer.run(bound, args, False, read=True)
+            except Exception as exc:
+                without_values(exc)
+                raise
+            if result is not _ELSEWHERE:
+                return cast(T, result)
+            return await self._run(self._snapshot, False, bound, args)
         loop_thread = threading.get_ident()
         connection = self._here.get(loop_thread)
         if connection is None or connection.closed or connection.invalidated:
@@ -700,7 +753,7 @@ class Database:
             if not _busy(exc):
                 without_values(exc)
                 raise
-        return await self._run(self.engine, False, bound, args)
+        return await self._run(self._snapshot, False, bound, args)
 
     def _open_here(
         self,
