@@ -109,10 +109,18 @@ def parse_time(value: str | None) -> dt.datetime | None:
 
 
 def write_open_gate(
-    connection: Connection, history_id: str, owner_id: str, pending: PendingAsk | None
+    connection: Connection,
+    history_id: str,
+    owner_id: str,
+    pending: PendingAsk | None,
+    *,
+    open_now: bool | None = None,
 ) -> None:
-    """Make the history's open gate match its new pending ask (inside the transaction)."""
-    _DELETE_GATE.later(connection, {"gate_history_id": history_id})
+    """Make the history's open gate match its new pending ask (inside the transaction).
+    `open_now` False says the history has no open gate in this transaction (so none is
+    deleted); None, that it may have one."""
+    if open_now is not False:
+        _DELETE_GATE.later(connection, {"gate_history_id": history_id})
     if pending is None:
         return
     expires = parse_time(pending.expires_at)

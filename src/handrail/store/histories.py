@@ -50,7 +50,7 @@ from handrail.store.records import (
 )
 from handrail.store.requests import insert_request
 from handrail.store.search import ask_key, like_pattern, search_key, text_key
-from handrail.store.tables import grants, histories, history_rows
+from handrail.store.tables import grants, histories, history_rows, open_gates
 
 __all__ = [
     "HistoryConflict",
@@ -421,10 +421,13 @@ def _insert_history(connection: Connection, values: dict[str, Any]) -> None:
 
 
 @functools.cache
-def _compare_and_set(set_pending: bool, set_title: bool) -> Prepared:
+def _compare_and_set(set_pending: bool, set_title: bool, sqlite: bool = False) -> Prepared:
     """The version bump of `apply`, built once per shape. It returns only what the caller does
     not know already: the new version is ``expected + 1`` and a value the change sets is that
-    value, so the stored ask is decoded again only when the change leaves it."""
+    value, so the stored ask is decoded again only when the change leaves it. On SQLite a
+    change of the pending ask also returns whether the history has an open gate
+    (``gate_open``), so that `write_open_gate` deletes none when it has none: a subquery of
+    the statement costs less than a statement."""
     values: dict[str, Any] = {
         "version": H.version + 1,
         "updated": bindparam("now", type_=H.updated.type),
@@ -435,6 +438,9 @@ def _compare_and_set(set_pending: bool, set_title: bool) -> Prepared:
         values["pending_ask"] = bindparam("new_pending_ask", type_=H.pending_ask.type)
         values["pending_created"] = bindparam("new_pending_created", type_=H.pending_created.type)
         values["ask_key"] = bindparam("new_ask_key", type_=H.ask_key.type)
+        if sqlite:
+            gate = exists().where(open_gates.c.history_id == bindparam("cas_id"))
+            returning.append(gate.label("gate_open"))
     else:
         returning.append(H.pending_ask)
     if set_title:
@@ -493,7 +499,8 @@ def _apply(
     if set_title:
         params["new_title"] = change.title
         params["new_title_key"] = search_key(cast("str | None", change.title))
-    row = _compare_and_set(set_pending, set_title).first(connection, params)
+    sqlite = connection.dialect.name == "sqlite"
+    row = _compare_and_set(set_pending, set_title, sqlite).first(connection, params)
     if row is None:
         raise _why_not_updated(connection, history_id, expected_version)
     _remove_results(connection, history_id, change.remove_results)
@@ -566,7 +573,13 @@ def _write_the_rest(
             beside_inserts=True,
         )
     if change.pending_ask is not UNSET:
-        write_open_gate(connection, history_id, row["owner_id"], change.pending_ask)
+        write_open_gate(
+            connection,
+            history_id,
+            row["owner_id"],
+            change.pending_ask,
+            open_now=bool(row["gate_open"]) if "gate_open" in row else None,
+        )
     insert_audit(connection, list(change.audit))
     insert_outbox_events(connection, kept)
     if log is not None:
