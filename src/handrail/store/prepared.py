@@ -35,7 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 
-from handrail.store._types import UTCDateTime, sqlite_utc_datetime, sqlite_utc_text
+from handrail.store._types import UTCDateTime, sqlite_utc_text
 
 __all__ = ["Prepared", "batched"]
 
@@ -110,14 +110,8 @@ def _slot(
 
 def _columns(compiled: Compiled, dialect: Dialect) -> list[tuple[str, Processor]]:
     """Each result column's name and result processor."""
-    sqlite = dialect.name == "sqlite"
     return [
-        (
-            entry.keyname,
-            sqlite_utc_datetime  # the same value, in one call
-            if sqlite and isinstance(entry.type, UTCDateTime)
-            else entry.type._cached_result_processor(dialect, None),
-        )
+        (entry.keyname, entry.type._cached_result_processor(dialect, None))
         for entry in getattr(compiled, "_result_columns", ())
     ]
 
