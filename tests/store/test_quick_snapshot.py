@@ -195,3 +195,25 @@ async def test_in_memory_a_quick_read_is_a_snapshot() -> None:
         assert await database.quick_snapshot(_read, threads) == ["one", "two"]
         assert await database.quick_snapshot(_read, threads) == ["one", "two"]
         assert threading.get_ident() not in threads
+
+
+async def test_event_loops_on_other_threads_read_on_reader_threads(db: Database) -> None:
+    """The database keeps one connection for an event loop's thread (the first to ask): reads
+    of loops on other threads (a test client's, each on a thread of its own) take a reader
+    thread, and open no connection each."""
+    first: list[int] = []
+    await db.quick_snapshot(_read, first)
+    await db.quick_snapshot(_read, first)
+    assert first[-1] == threading.get_ident()
+
+    def another_loop() -> tuple[int, int]:
+        threads: list[int] = []
+        for _ in range(2):
+            assert asyncio.run(db.quick_snapshot(_read, threads)) == ["one", "two"]
+        return threading.get_ident(), threads[-1]
+
+    for _ in range(10):  # more loops than the pool has connections
+        loop_thread, read_on = await asyncio.to_thread(another_loop)
+        assert read_on != loop_thread
+    await db.quick_snapshot(_read, first)
+    assert first[-1] == threading.get_ident()

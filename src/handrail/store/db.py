@@ -103,7 +103,7 @@ SQLITE_THREADS: Final = 4
 PG_POOL_SIZE: Final = 40
 PG_POOL_OVERFLOW: Final = 0
 
-#: A `Database.quick_snapshot` whose work finds more rows than this (`Database.check_here`) runs
+#: A `Database.quick_snapshot` whose work finds more rows than this (`check_here`) runs
 #: on a reader thread instead of the event loop's.
 QUICK_ROWS: Final = 64
 
@@ -287,7 +287,7 @@ _ELSEWHERE: Final = object()
 
 
 class NotHere(Exception):
-    """Raised by `Database.check_here` inside a `Database.quick_snapshot` that runs on the
+    """Raised by `check_here` inside a `Database.quick_snapshot` that runs on the
     event loop's thread and found more than it should read there: the read runs again on a
     reader thread. Never seen by a caller."""
 
@@ -502,9 +502,11 @@ class Database:
         self._local = threading.local()
         self._kept: list[Connection] = []
         self._kept_lock = threading.Lock()
-        # The connections `quick_snapshot` reads on, by the thread of the event loop that uses
-        # each (opened on a reader thread: opening may wait for a lock).
-        self._here: dict[int, Connection] = {}
+        # The connection `quick_snapshot` reads on, and the thread of the event loop that uses
+        # it: the first that asked (opened on a reader thread: opening may wait for a lock).
+        # One, so that the pool holds it beside the threads' own.
+        self._here: tuple[int, Connection] | None = None
+        self._here_lock = threading.Lock()
         self.engine: Engine | AsyncEngine
         if self.backend == "sqlite":
             self.engine = self._sqlite_engine(echo)
@@ -740,9 +742,12 @@ class Database:
                 return cast(T, result)
             return await self._run(self._snapshot, False, bound, args)
         loop_thread = threading.get_ident()
-        connection = self._here.get(loop_thread)
-        if connection is None or connection.closed or connection.invalidated:
+        here = self._here
+        if here is None or here[1].invalidated:
             return await self._run(self.engine, False, self._open_here, (loop_thread, bound, args))
+        owner, connection = here
+        if owner != loop_thread:  # another event loop's thread: the database has one for one
+            return await self._run(self._snapshot, False, bound, args)
         try:
             self._local.writes = False  # read by `on_begin`
             with connection.begin():
@@ -764,20 +769,26 @@ class Database:
     ) -> T:
         """On a reader thread, in a read transaction: open the connection `quick_snapshot`
         reads on for the loop of `loop_thread` (no busy timeout: it never waits for a lock),
-        then run the read that wanted it."""
+        unless another loop's thread has it, then run the read that wanted it."""
         assert isinstance(self.engine, Engine)
-        here = self.engine.connect()
-        try:
-            driver = here.connection.driver_connection
-            assert isinstance(driver, sqlite3.Connection)
-            driver.execute("PRAGMA busy_timeout=0")
-        except BaseException:
-            here.close()
-            raise
-        here.info[_HERE] = True
-        with self._kept_lock:
-            self._kept.append(here)
-        self._here[loop_thread] = here
+        with self._here_lock:
+            here = self._here
+            if here is None or here[1].invalidated:
+                opened = self.engine.connect()
+                try:
+                    driver = opened.connection.driver_connection
+                    assert isinstance(driver, sqlite3.Connection)
+                    driver.execute("PRAGMA busy_timeout=0")
+                except BaseException:
+                    opened.close()
+                    raise
+                opened.info[_HERE] = True
+                with self._kept_lock:
+                    self._kept.append(opened)
+                if here is not None:
+                    with contextlib.suppress(Exception):
+                        here[1].close()
+                self._here = (loop_thread, opened)
         return work(connection, *args)
 
     async def write(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -815,7 +826,7 @@ class Database:
             await loop.run_in_executor(None, writer.shutdown)
         if executor is not None:
             await loop.run_in_executor(None, executor.shutdown)
-        self._here.clear()
+        self._here = None
         with self._kept_lock:
             kept, self._kept = self._kept, []
         for connection in kept:
