@@ -261,6 +261,14 @@ async def test_webhooks_and_email_reach_the_approvers_whose_links_answer_as_them
             again_announced = ask_created_event("alice", history_id, history.pending_ask)
             assert again_announced.data["ask"]["approvedBy"]
             assert await api.app.state.reach.handle(again_announced) == 0
+            # A reminder of the gate mails who has yet to answer: the owner and the admin,
+            # not bob, who approved.
+            reminder = ask_created_event(
+                "alice", history_id, history.pending_ask, kind="ask.reminder"
+            )
+            assert await api.app.state.reach.handle(reminder) == 2
+            reminded = (await _mails(mailbox, 5))[3:]
+            assert sorted(m["To"] for m in reminded) == ["alice@example.com", "root@example.com"]
             # The admin's link reaches the quorum: the call runs once.
             admin_links = links_of(by_to["root@example.com"])
             done = await api.client.post(f"/links/{admin_links['Allow']}")

@@ -180,6 +180,8 @@ class Reach:
         owner = history.owner_id == user_id
         if not owner and not is_approver(pending, self.principal(user_id)):
             return None  # not this user's to answer
+        if any(a.get("userId") == user_id for a in pending.approved_by or ()):
+            return None  # approved already (a reminder of a gate waiting for its quorum)
         wanted = _tool_call_id(data)
         if wanted is not None and wanted != pending.tool_call_id:
             return None
