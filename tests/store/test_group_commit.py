@@ -16,7 +16,7 @@ from sqlalchemy import Connection, event, text
 from sqlalchemy.exc import IntegrityError
 
 from handrail.store import Database
-from handrail.store.db import GROUP_COMMIT_MAX
+from handrail.store.threads import GROUP_COMMIT_MAX
 
 WRITERS = 12
 
