@@ -57,15 +57,21 @@ def _hold(connection: Connection, started: threading.Event, go: threading.Event)
     connection.execute(text("UPDATE t SET v = 'uno' WHERE id = 1"))
 
 
+async def _write_in_flight(db: Database) -> tuple[asyncio.Future[None], threading.Event]:
+    """A write on the writer thread, held until `go` is set: its future and `go`."""
+    started, go = threading.Event(), threading.Event()
+    writing = asyncio.ensure_future(db.write(_hold, started, go))
+    await asyncio.to_thread(started.wait, 10)
+    return writing, go
+
+
 async def test_a_quick_read_runs_on_the_writer_thread_after_the_write_in_flight(
     db: Database,
 ) -> None:
     loop_thread = threading.get_ident()
     threads: list[int] = []
     await db.quick_snapshot(_read, threads)
-    started, go = threading.Event(), threading.Event()
-    writing = asyncio.ensure_future(db.write(_hold, started, go))
-    await asyncio.to_thread(started.wait, 10)
+    writing, go = await _write_in_flight(db)
     names: list[str] = []
 
     def read(connection: Connection) -> list[str]:
@@ -88,9 +94,7 @@ async def test_a_quick_read_runs_on_the_writer_thread_after_the_write_in_flight(
 async def test_a_quick_read_on_the_writer_thread_raises_what_its_work_raises(
     db: Database,
 ) -> None:
-    started, go = threading.Event(), threading.Event()
-    writing = asyncio.ensure_future(db.write(_hold, started, go))
-    await asyncio.to_thread(started.wait, 10)
+    writing, go = await _write_in_flight(db)
 
     def fails(connection: Connection) -> None:
         raise ValueError("no")
@@ -107,9 +111,7 @@ async def test_a_quick_read_on_the_writer_thread_raises_what_its_work_raises(
 
 
 async def test_a_quick_read_of_many_rows_leaves_the_writer_thread(db: Database) -> None:
-    started, go = threading.Event(), threading.Event()
-    writing = asyncio.ensure_future(db.write(_hold, started, go))
-    await asyncio.to_thread(started.wait, 10)
+    writing, go = await _write_in_flight(db)
     names: list[str] = []
 
     def read(connection: Connection) -> list[str]:

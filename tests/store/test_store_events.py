@@ -4,7 +4,9 @@ PostgreSQL) events between two stores on one database, as between two processes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,23 @@ from handrail.store.events import (
 
 def _event(user: str, kind: str = "history.renamed", **data: object) -> UserEvent:
     return UserEvent(kind=kind, user_id=user, history_id="h" * 24, data=data)  # type: ignore[arg-type]
+
+
+def pg_url(cluster: object) -> str:
+    """A new database of the throwaway cluster, as the store takes it."""
+    return str(cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
+
+
+@contextlib.asynccontextmanager
+async def two_stores(url: str, tmp_path: Path) -> AsyncIterator[tuple[Store, Store]]:
+    """Two stores on the database at `url`, as two processes have them; closed after."""
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        yield one, two
+    finally:
+        await one.close()
+        await two.close()
 
 
 async def test_a_subscriber_hears_only_its_users_events(store: Store) -> None:
@@ -200,10 +219,7 @@ async def test_an_ask_event_concerns_each_approver_and_admins_too(database_url: 
 async def test_postgresql_carries_events_between_two_stores(
     postgres_cluster: object, tmp_path: Path, size: int
 ) -> None:
-    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
-    one = await Store.open(url, blob_dir=tmp_path / "a")
-    two = await Store.open(url, blob_dir=tmp_path / "b")
-    try:
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
         await two.events.start()
         async with two.events.subscribe("alice") as heard, one.events.subscribe("alice") as own:
             sent = _event("alice", title="é" * size)  # several notifications when large
@@ -221,9 +237,6 @@ async def test_postgresql_carries_events_between_two_stores(
             replayed = await again.get(timeout=1)
             assert replayed is not None
             assert replayed.data == {"title": "next"}
-    finally:
-        await one.close()
-        await two.close()
 
 
 @pytest.mark.parametrize("listening", [True, False])
@@ -231,27 +244,24 @@ async def test_postgresql_sends_events_published_together_in_one_statement(
     postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listening: bool
 ) -> None:
     """On the listening connection, or through the pool by a process that does not listen."""
-    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
-    one = await Store.open(url, blob_dir=tmp_path / "a")
-    two = await Store.open(url, blob_dir=tmp_path / "b")
-    statements: list[str] = []
-    pooled: list[str] = []
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        statements: list[str] = []
+        pooled: list[str] = []
 
-    @sa_event.listens_for(one.db.engine.sync_engine, "before_cursor_execute")  # type: ignore[union-attr]
-    def seen(*args: object) -> None:
-        if "pg_notify" in str(args[2]):
-            statements.append(str(args[2]))
-            pooled.append(str(args[2]))
+        @sa_event.listens_for(one.db.engine.sync_engine, "before_cursor_execute")  # type: ignore[union-attr]
+        def seen(*args: object) -> None:
+            if "pg_notify" in str(args[2]):
+                statements.append(str(args[2]))
+                pooled.append(str(args[2]))
 
-    execute = asyncpg.Connection.execute
+        execute = asyncpg.Connection.execute
 
-    async def direct(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> str:
-        if "pg_notify" in query:
-            statements.append(query)
-        return await execute(self, query, *args, **kw)
+        async def direct(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> str:
+            if "pg_notify" in query:
+                statements.append(query)
+            return await execute(self, query, *args, **kw)
 
-    monkeypatch.setattr(asyncpg.Connection, "execute", direct)
-    try:
+        monkeypatch.setattr(asyncpg.Connection, "execute", direct)
         await two.events.start()
         if listening:
             await one.events.start()
@@ -268,18 +278,12 @@ async def test_postgresql_sends_events_published_together_in_one_statement(
         one.events.discard(own)
         assert 1 <= len(statements) <= 2
         assert bool(pooled) is not listening
-    finally:
-        await one.close()
-        await two.close()
 
 
 async def test_a_process_without_subscribers_keeps_others_events_for_a_replay(
     postgres_cluster: object, tmp_path: Path
 ) -> None:
-    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
-    one = await Store.open(url, blob_dir=tmp_path / "a")
-    two = await Store.open(url, blob_dir=tmp_path / "b")
-    try:
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
         await one.events.start()
         await two.events.start()
         first, second = _event("alice", title="one"), _event("alice", title="é" * 30_000)
@@ -298,18 +302,12 @@ async def test_a_process_without_subscribers_keeps_others_events_for_a_replay(
         # The publisher heard its own notifications too, and kept each event once.
         await asyncio.sleep(0.3)
         assert one.events.since(first.id, None) == [second]
-    finally:
-        await one.close()
-        await two.close()
 
 
 async def test_others_events_of_kinds_nobody_hears_are_kept_unparsed(
     postgres_cluster: object, tmp_path: Path
 ) -> None:
-    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
-    one = await Store.open(url, blob_dir=tmp_path / "a")
-    two = await Store.open(url, blob_dir=tmp_path / "b")
-    try:
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
         await one.events.start()
         await two.events.start()
         async with two.events.subscribe(None, kinds=frozenset({"turn.stopping"})) as stops:
@@ -329,31 +327,19 @@ async def test_others_events_of_kinds_nobody_hears_are_kept_unparsed(
             message = json.dumps({"o": "x" * 24, "e": old.to_json()}, separators=(",", ":"))
             two.events._heard(None, 0, CHANNEL, "m|" + message)
             assert await stops.get(timeout=1) == old
-    finally:
-        await one.close()
-        await two.close()
 
 
 async def test_events_stay_in_the_process_on_sqlite(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'x.db'}"
-    one = await Store.open(url, blob_dir=tmp_path / "a")
-    two = await Store.open(url, blob_dir=tmp_path / "b")
-    try:
-        async with two.events.subscribe("alice") as heard:
-            await one.events.publish(_event("alice"))
-            assert await heard.get(timeout=0.2) is None
-    finally:
-        await one.close()
-        await two.close()
+    async with two_stores(url, tmp_path) as (one, two), two.events.subscribe("alice") as heard:
+        await one.events.publish(_event("alice"))
+        assert await heard.get(timeout=0.2) is None
 
 
 async def test_a_dropped_listening_connection_reconnects_with_reload(
     postgres_cluster: object, tmp_path: Path
 ) -> None:
-    url = str(postgres_cluster.new_database_url()).replace("+asyncpg", "", 1)  # type: ignore[attr-defined]
-    one = await Store.open(url, blob_dir=tmp_path / "a")
-    two = await Store.open(url, blob_dir=tmp_path / "b")
-    try:
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
         await two.events.start()
         async with two.events.subscribe("alice") as heard:
             # Another session ends the listener's connection, as a restart would.
@@ -368,9 +354,6 @@ async def test_a_dropped_listening_connection_reconnects_with_reload(
                     break
             assert got is not None
             assert got.data == {"title": "back"}
-    finally:
-        await one.close()
-        await two.close()
 
 
 def _terminate_listeners(connection: object) -> None:
