@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 import pytest
 from asyncpg.prepared_stmt import PreparedStatement
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from handrail.asks import PendingAsk
 from handrail.store import HistoryChange, LeaseLost, ReleaseLease, Store, TurnLease
+from handrail.store.histories import HistoryConflict
 from handrail.store.prepared import Prepared, batched
 from handrail.store.tables import turn_leases
 
@@ -32,17 +34,33 @@ def _lease(history_id: str, owner: str = "p1") -> dict[str, Any]:
 
 
 class Counted:
-    """Counts the statements asyncpg executes (each one round trip)."""
+    """Counts the statements asyncpg executes (each one round trip): through a prepared
+    statement or the connection's own ``fetch`` and ``execute`` (``BEGIN``, ``COMMIT``)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sql: list[str] = []
         original = PreparedStatement.fetch
+        original_execute = asyncpg.Connection.execute
 
         async def fetch(statement: PreparedStatement, *args: Any, **kwargs: Any) -> Any:
             self.sql.append(statement.get_query())
             return await original(statement, *args, **kwargs)
 
+        original_fetch = asyncpg.Connection.fetch
+
+        async def execute(connection: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
+            self.sql.append(query)
+            return await original_execute(connection, query, *args, **kw)
+
+        async def connection_fetch(
+            connection: asyncpg.Connection, query: str, *args: Any, **kw: Any
+        ) -> Any:
+            self.sql.append(query)
+            return await original_fetch(connection, query, *args, **kw)
+
         monkeypatch.setattr(PreparedStatement, "fetch", fetch)
+        monkeypatch.setattr(asyncpg.Connection, "execute", execute)
+        monkeypatch.setattr(asyncpg.Connection, "fetch", connection_fetch)
 
 
 def _work(connection: Connection, seen: list[int]) -> None:
@@ -165,3 +183,45 @@ async def test_an_answers_change_sets_statuses_of_old_and_new_rows_and_its_lease
     assert loaded is not None
     assert loaded[0].version == step.version
     assert len(loaded[1]) == 3
+
+
+async def test_a_change_is_one_statement_and_a_lost_one_writes_nothing(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL the compare-and-set goes with the rest of the change, in one statement
+    without a BEGIN and a COMMIT; when it loses, none of the rest is written either."""
+    history = await store.histories.create("alice", agent="demo")
+    now = history.created
+    lease = TurnLease(history_id=history.id, owner="p1", until=now, state={}, created=now)
+    step = await store.histories.apply(
+        history.id,
+        HistoryChange(append=[_ask("c1")], pending_ask=_pending("c1"), lease=lease),
+        expected_version=1,
+    )
+    answer = HistoryChange(
+        append=[{"type": "tool-result", "toolCallId": "c1"}],
+        ask_status={"c1": "answered"},
+        pending_ask=None,
+        lease=ReleaseLease(owner="p1"),
+    )
+    counted = Counted(monkeypatch)
+    with pytest.raises(HistoryConflict):
+        await store.histories.apply(history.id, answer, expected_version=1)
+    rows = await store.histories.rows(history.id)
+    assert [r.data["ask"]["status"] for r in rows] == ["pending"]
+    assert await store.leases.get(history.id) == lease
+    loaded = await store.histories.get(history.id)
+    assert loaded is not None
+    assert loaded.pending_ask is not None
+    counted.sql.clear()
+    done = await store.histories.apply(history.id, answer, expected_version=step.version)
+    if store.db.backend == "postgresql":
+        assert len(counted.sql) == 1
+        assert counted.sql[0].startswith("WITH head AS (UPDATE histories ")
+    assert (done.version, done.pending_ask, done.owner_id) == (3, None, "alice")
+    rows = await store.histories.rows(history.id)
+    assert [(r.seq, r.data.get("ask", {}).get("status")) for r in rows] == [
+        (0, "answered"),
+        (1, None),
+    ]
+    assert await store.leases.get(history.id) is None

@@ -27,7 +27,7 @@ from handrail.store.connections import ActivityRecord, _activity
 from handrail.store.db import Database, all_rows, row_count
 from handrail.store.outbox import EventOutbox, insert_outbox_events
 from handrail.store.paging import Page, Position, checked_limit
-from handrail.store.prepared import Prepared
+from handrail.store.prepared import FromHead, Prepared
 from handrail.store.tables import activity, open_gates
 
 __all__ = [
@@ -111,7 +111,7 @@ def parse_time(value: str | None) -> dt.datetime | None:
 def write_open_gate(
     connection: Connection,
     history_id: str,
-    owner_id: str,
+    owner_id: str | FromHead,
     pending: PendingAsk | None,
     *,
     open_now: bool | None = None,

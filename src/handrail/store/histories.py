@@ -37,7 +37,7 @@ from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
 from handrail.store.outbox import EventOutbox, insert_outbox_events
 from handrail.store.paging import Page, Position, checked_limit
-from handrail.store.prepared import Prepared, batched
+from handrail.store.prepared import AtLeastOne, FromHead, Head, Prepared, batched, folds
 from handrail.store.records import (
     UNSET,
     AskStatus,
@@ -500,16 +500,56 @@ def _apply(
         params["new_title"] = change.title
         params["new_title_key"] = search_key(cast("str | None", change.title))
     sqlite = connection.dialect.name == "sqlite"
-    row = _compare_and_set(set_pending, set_title, sqlite).first(connection, params)
-    if row is None:
-        raise _why_not_updated(connection, history_id, expected_version)
-    _remove_results(connection, history_id, change.remove_results)
-    # The rest needs no row back: on PostgreSQL it goes to the database in as few statements
-    # as the tables allow (see `batched`), its checks run after them, in this transaction.
-    with batched(connection):
-        _write_the_rest(
-            connection, history_id, change, row, now, appended, statuses, log, kept or []
+    cas = _compare_and_set(set_pending, set_title, sqlite)
+    row: Mapping[str, Any] | None
+    if not change.remove_results and folds(connection):
+        # PostgreSQL: the compare-and-set and the rest in one statement, the rest reading the
+        # history's owner and next seq from it (see `Head`), so nothing is written when the
+        # version moved. It is the transaction's one statement: it runs without a BEGIN and a
+        # COMMIT, its checks inside it.
+        head = Head(
+            cas,
+            params,
+            functools.partial(_why_not_updated, connection, history_id, expected_version),
         )
+        with batched(connection, head, last=True):
+            _write_the_rest(
+                connection,
+                history_id,
+                change,
+                FromHead("owner_id"),
+                FromHead("next_seq"),
+                None,
+                now,
+                appended,
+                statuses,
+                log,
+                kept or [],
+            )
+        row = head.row
+        assert row is not None
+    else:
+        row = cas.first(connection, params)
+        if row is None:
+            raise _why_not_updated(connection, history_id, expected_version)
+        _remove_results(connection, history_id, change.remove_results)
+        # The rest needs no row back: on PostgreSQL it goes to the database in as few
+        # statements as the tables allow (see `batched`), its checks run after them, in this
+        # transaction.
+        with batched(connection):
+            _write_the_rest(
+                connection,
+                history_id,
+                change,
+                row["owner_id"],
+                row["next_seq"],
+                bool(row["gate_open"]) if "gate_open" in row else None,
+                now,
+                appended,
+                statuses,
+                log,
+                kept or [],
+            )
     return History(
         id=history_id,
         owner_id=row["owner_id"],
@@ -530,15 +570,19 @@ def _write_the_rest(
     connection: Connection,
     history_id: str,
     change: HistoryChange,
-    row: Mapping[str, Any],
+    owner_id: str | FromHead,
+    next_seq: int | FromHead,
+    gate_open: bool | None,
     now: dt.datetime,
     appended: list[dict[str, Any]],
     statuses: dict[str, str],
     log: RequestRecord | None,
     kept: list[Any],
 ) -> None:
-    """`_apply` after its compare-and-set: the lease, the rows, the ask statuses, the open
-    gate, the audit records, the events the event outbox keeps and the request log entry."""
+    """`_apply` after its compare-and-set, given the history's owner and next seq after it
+    (`next_seq`) and whether it has an open gate (None: it may have one): the lease, the rows,
+    the ask statuses, the open gate, the audit records, the events the event outbox keeps and
+    the request log entry."""
     if isinstance(change.lease, TurnLease):
         write_lease(connection, change.lease)
     elif isinstance(change.lease, ReleaseLease):
@@ -555,7 +599,7 @@ def _write_the_rest(
     ]
     named_new = {cols["tool_call_id"] for cols in appended if cols["ask_status"] is not None}
     if new_rows:
-        first_seq = row["next_seq"] - len(new_rows)
+        first_seq = next_seq - len(new_rows)
         _INSERT_ROWS.later(
             connection,
             [
@@ -569,16 +613,16 @@ def _write_the_rest(
             {"row_history_id": history_id, "call_id": tool_call_id, "new_status": status},
             None
             if tool_call_id in named_new
-            else functools.partial(_status_set, history_id, tool_call_id),
+            else AtLeastOne(functools.partial(_not_an_ask, history_id, tool_call_id)),
             beside_inserts=True,
         )
     if change.pending_ask is not UNSET:
         write_open_gate(
             connection,
             history_id,
-            row["owner_id"],
+            owner_id,
             change.pending_ask,
-            open_now=bool(row["gate_open"]) if "gate_open" in row else None,
+            open_now=gate_open,
         )
     insert_audit(connection, list(change.audit))
     insert_outbox_events(connection, kept)
@@ -586,11 +630,10 @@ def _write_the_rest(
         insert_request(connection, log)
 
 
-def _status_set(history_id: str, tool_call_id: str, updated: int) -> None:
-    if updated == 0:
-        raise ValueError(
-            f"ask_status names {tool_call_id!r}, which is not an ask in history {history_id}."
-        )
+def _not_an_ask(history_id: str, tool_call_id: str) -> ValueError:
+    return ValueError(
+        f"ask_status names {tool_call_id!r}, which is not an ask in history {history_id}."
+    )
 
 
 def _touch(connection: Connection, history_id: str, values: dict[str, Any]) -> History:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from handrail.errors import Conflict
 from handrail.store.db import Database, all_rows, first_row, row_count
 from handrail.store.json_rows import JsonRows
-from handrail.store.prepared import Prepared
+from handrail.store.prepared import AtLeastOne, Prepared
 from handrail.store.records import TurnLease
 from handrail.store.tables import turn_leases
 
@@ -184,11 +185,11 @@ def release_lease(connection: Connection, history_id: str, owner: str | None = N
         _DROP.later(connection, {"history_id": history_id})
         return
 
-    def held(count: int) -> None:
-        if not count:
-            raise LeaseLost(history_id, owner)
-
-    _DROP_OWNED.later(connection, {"history_id": history_id, "lease_owner": owner}, held)
+    _DROP_OWNED.later(
+        connection,
+        {"history_id": history_id, "lease_owner": owner},
+        AtLeastOne(functools.partial(LeaseLost, history_id, owner)),
+    )
 
 
 def _lease(row: Mapping[Any, Any]) -> TurnLease:

@@ -6,9 +6,10 @@ stored and read back exactly as `Connection.execute` would). It then runs straig
 cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own (on the store's worker thread),
 or on PostgreSQL the cursor of SQLAlchemy's asyncpg adapter (which begins the transaction on its
 first statement and keeps asyncpg's prepared statements, as `Connection.execute` does; its
-errors are raised as SQLAlchemy's). SQLAlchemy's per-execution work (cache key, execution
-context, events, result objects) costs several times what the database itself takes for these
-short statements. Other drivers go through `Connection.execute`.
+errors are raised as SQLAlchemy's; a batch that is its transaction's one statement, see
+`batched`, runs on asyncpg itself, with no BEGIN). SQLAlchemy's per-execution work (cache key,
+execution context, events, result objects) costs several times what the database itself takes
+for these short statements. Other drivers go through `Connection.execute`.
 
 Rows come back as plain dicts (column name to value) on both paths. SQLAlchemy's statement
 events do not see the direct path, so an engine made with ``echo=True`` (`Database(echo=True)`)
@@ -22,6 +23,7 @@ the engine hides them, see `handrail.store.db`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sqlite3
 import weakref
@@ -34,10 +36,11 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
+from sqlalchemy.util import await_
 
 from handrail.store._types import UTCDateTime, sqlite_utc_text
 
-__all__ = ["Prepared", "batched"]
+__all__ = ["AtLeastOne", "FromHead", "Head", "Prepared", "batched", "folds"]
 
 Params = Mapping[str, Any]
 Statement = Select[Any] | Insert | Update | Delete
@@ -67,8 +70,19 @@ class _Plan:
             value = params.get(key, default)
             if value is _REQUIRED:
                 raise KeyError(f"The statement needs the parameter {key!r}.")
-            out.append(value if process is None else process(value))
+            if process is not None:
+                if value.__class__ is FromHead:
+                    raise TypeError(f"The parameter {key!r} is processed: it cannot be FromHead.")
+                value = process(value)
+            out.append(value)
         return tuple(out)
+
+    def decoded(self, row: Sequence[Any]) -> dict[str, Any]:
+        """The first ``len(names)`` values of `row` as this statement's row."""
+        item = dict(zip(self.names, row, strict=False))
+        for name, position, process in self.processed:
+            item[name] = process(row[position])
+        return item
 
     def rows(self, cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
         names = self.names
@@ -120,6 +134,55 @@ def _columns(compiled: Compiled, dialect: Dialect) -> list[tuple[str, Processor]
 Check = Callable[[int], None]
 
 
+class AtLeastOne:
+    """A `Check` that raises ``error()`` when the statement changed no row. The last batch of
+    a transaction whose checks are all of this kind can run them inside its one statement
+    (see `batched`)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Callable[[], BaseException]) -> None:
+        self.error = error
+
+    def __call__(self, count: int) -> None:
+        if count == 0:
+            raise self.error()
+
+
+@dataclass(frozen=True, slots=True)
+class FromHead:
+    """A parameter of a statement run `later` in a batch with a `Head`: the value of the
+    head's `column` (plus `plus`) in the row it changed. The statement reads it from the
+    head's ``RETURNING`` when the two go together. Only for parameters without a bind
+    processor (text, integers)."""
+
+    column: str
+    plus: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.column.isidentifier():
+            raise ValueError(f"Not a column name: {self.column!r}.")
+
+    def __add__(self, other: int) -> FromHead:
+        return FromHead(self.column, self.plus + other)
+
+    def __sub__(self, other: int) -> FromHead:
+        return FromHead(self.column, self.plus - other)
+
+
+@dataclass(slots=True)
+class Head:
+    """The statement a batch begins with: an ``UPDATE ... RETURNING`` of at most one row (a
+    compare-and-set). It goes to the database with the batch's statements, as the ``WITH``
+    part ``head`` that each of them reads (`FromHead`), so none writes a row when it changes
+    none; then ``missing()`` is raised. Its row, once written, is `row`."""
+
+    statement: Prepared
+    params: Params
+    missing: Callable[[], BaseException]
+    row: dict[str, Any] | None = None
+
+
 @dataclass(slots=True)
 class _Waiting:
     plan: _Plan
@@ -132,11 +195,18 @@ class _Waiting:
 @dataclass(slots=True)
 class _Batch:
     waiting: list[_Waiting] = field(default_factory=list)
+    #: The head and its table (until it ran, `Head.row`).
+    head: Head | None = None
+    head_table: str = ""
+    #: Whether nothing follows the batch in its transaction (see `batched`).
+    last: bool = False
 
     def clashes(self, table: str, inserts: bool, beside_inserts: bool) -> bool:
         """Whether a statement on `table` must wait for the ones already here: the statements
         of one batch see the same snapshot and none of each other's changes, so only inserts
         into one table go together (and a statement `beside_inserts` with inserts)."""
+        if self.head is not None and self.head.row is None and self.head_table == table:
+            return True
         return any(
             w.table == table and not (w.inserts and (inserts or beside_inserts))
             for w in self.waiting
@@ -149,57 +219,235 @@ _BATCHES: weakref.WeakKeyDictionary[Connection, _Batch] = weakref.WeakKeyDiction
 #: A positional parameter of asyncpg's SQL (``$1``).
 _PARAMETER: Final = re.compile(r"\$(\d+)")
 
+#: PostgreSQL's error code for a division by zero: how a check inside a statement fails.
+_DIVISION_BY_ZERO: Final = "22012"
+
+
+def folds(connection: Connection) -> bool:
+    """Whether `batched` on `connection` batches (PostgreSQL on asyncpg, no ``echo``, not in
+    a batch already): only then does it take a `Head`."""
+    return (
+        not connection.engine.echo
+        and connection.dialect.driver == "asyncpg"
+        and connection not in _BATCHES
+    )
+
 
 @contextlib.contextmanager
-def batched(connection: Connection) -> Iterator[None]:
+def batched(
+    connection: Connection, head: Head | None = None, *, last: bool = False
+) -> Iterator[None]:
     """Inside, the statements run with `Prepared.later` on PostgreSQL wait and go to the
     database together, as one statement (each a data-modifying ``WITH`` part, its row count
     counted) when the block ends, before any other `Prepared` statement on `connection`, or
     before a statement on a table one of them changes (parts of one statement do not see each
     other's changes; inserts into one table may share one). Their checks then run in order; one
     that raises fails the transaction, so nothing is written. Elsewhere (SQLite, an engine with
-    ``echo``) `later` runs at once. Inside the block, run statements only through `Prepared`."""
-    if connection.engine.echo or connection.dialect.driver != "asyncpg" or connection in _BATCHES:
+    ``echo``) `later` runs at once. Inside the block, run statements only through `Prepared`.
+
+    With `head` (only where `folds`), the head goes first, in the same statement (see `Head`).
+    With `last`, the caller says that nothing else is written in the transaction after the
+    block: when the block's statement is then the transaction's first and its checks are
+    all `AtLeastOne`, it runs without a ``BEGIN`` and ``COMMIT`` (PostgreSQL runs a statement
+    outside a transaction as one by itself), with its checks inside it."""
+    if not folds(connection):
+        if head is not None:
+            raise RuntimeError("A head needs a batch (see `folds`).")
         yield
         return
-    batch = _BATCHES[connection] = _Batch()
+    batch = _BATCHES[connection] = _Batch(head=head, last=last)
+    if head is not None:
+        head_statement = head.statement.statement
+        if not isinstance(head_statement, Update) or "RETURNING" not in _sql(
+            head.statement, connection
+        ):
+            raise TypeError("A batch's head is an UPDATE ... RETURNING.")
+        batch.head_table = str(getattr(head_statement.table, "name", head_statement.table))
     try:
         yield
-        _flush(connection, batch)
+        _flush(connection, batch, final=True)
     finally:
         _BATCHES.pop(connection, None)
 
 
-def _flush(connection: Connection, batch: _Batch) -> None:
+def _sql(prepared: Prepared, connection: Connection) -> str:
+    plan = prepared._plan(connection.dialect)
+    assert plan is not None
+    return plan.sql
+
+
+def _flush(connection: Connection, batch: _Batch, *, final: bool = False) -> None:
+    head = batch.head
+    if head is not None and head.row is None:
+        _flush_with_head(connection, batch, head, final=final)
+        return
+    row = None if head is None else head.row
     waiting, batch.waiting = batch.waiting, []
     if not waiting:
         return
     if len(waiting) == 1:
-        counts = [_execute(connection, waiting[0].plan.sql, waiting[0].args, rows=False)]
+        sql, args = waiting[0].plan.sql, list(waiting[0].args)
+        if row is not None:
+            args = []
+            sql = _rendered(sql, waiting[0].args, args, row)
+        counts = [_execute(connection, sql, tuple(args), rows=False)]
     else:
-        parts: list[str] = []
-        args: list[Any] = []
-        for n, item in enumerate(waiting):
-            parts.append(f"w{n} AS ({_shifted(item.plan.sql, len(args))} RETURNING 1)")
-            args.extend(item.args)
-        counted = ", ".join(f"(SELECT count(*) FROM w{n})" for n in range(len(waiting)))
-        sql = f"WITH {', '.join(parts)} SELECT {counted}"
+        sql, args = _joined(None, waiting, row, checked=False)
         counts = list(_execute(connection, sql, tuple(args), rows=True))
     for item, count in zip(waiting, counts, strict=True):
         if item.check is not None:
             item.check(int(count))
 
 
-def _shifted(sql: str, offset: int) -> str:
-    """`sql` with its parameters ``$n`` numbered from ``offset + 1``."""
-    return _PARAMETER.sub(lambda match: f"${int(match.group(1)) + offset}", sql)
+def _flush_with_head(connection: Connection, batch: _Batch, head: Head, *, final: bool) -> None:
+    """The head and the statements waiting, as one statement; then the checks (or, when it
+    runs alone, its checks inside it: a count of zero divides by zero)."""
+    waiting, batch.waiting = batch.waiting, []
+    plan = head.statement._plan(connection.dialect)
+    assert plan is not None
+    head_args = plan.positional(head.params)
+    alone = (
+        final
+        and batch.last
+        and _outside_transaction(connection)
+        and all(item.check is None or isinstance(item.check, AtLeastOne) for item in waiting)
+    )
+    found: Any = None
+    if alone:
+        sql, args = _joined((plan.sql, head_args), waiting, None, checked=True)
+        try:
+            found = _raw_rows(connection, sql, args)
+        except _CheckFailed:
+            alone = False  # nothing written: again in a transaction, to raise the check's error
+    if not alone:
+        sql, args = _joined((plan.sql, head_args), waiting, None, checked=False)
+        found = _execute(connection, sql, tuple(args), rows=None)
+    if not found:
+        raise head.missing()
+    values = found[0]
+    head.row = plan.decoded(values)
+    if not alone:
+        for item, count in zip(waiting, values[len(plan.names) :], strict=True):
+            if item.check is not None:
+                item.check(int(count))
 
 
-def _execute(connection: Connection, sql: str, args: tuple[Any, ...], *, rows: bool) -> Any:
-    """`sql` on the asyncpg adapter's cursor: its first row (`rows`) or its row count."""
+def _joined(
+    head: tuple[str, tuple[Any, ...]] | None,
+    waiting: list[_Waiting],
+    row: Mapping[str, Any] | None,
+    *,
+    checked: bool,
+) -> tuple[str, list[Any]]:
+    """One statement of `waiting` (each a ``WITH`` part ``w<n>``), after `head` (its SQL and
+    arguments) when given, and its arguments. It gives one row: the head's, then each part's
+    row count (with `checked`, for a part with a check ``1 / count``, which fails the statement
+    for a count of zero). Without a head it always gives that row."""
+    parts: list[str] = []
+    args: list[Any] = []
+    if head is not None:
+        parts.append(f"head AS ({head[0]})")
+        args.extend(head[1])
+    for n, item in enumerate(waiting):
+        sql = item.plan.sql if head is None else _guarded(item.plan.sql)
+        assert sql is not None  # `Prepared.later` ran the head first for any other
+        parts.append(f"w{n} AS ({_rendered(sql, item.args, args, row)} RETURNING 1)")
+    counted = [
+        f"(SELECT 1 / count(*) FROM w{n})"
+        if checked and item.check is not None
+        else f"(SELECT count(*) FROM w{n})"
+        for n, item in enumerate(waiting)
+    ]
+    if head is None:
+        return f"WITH {', '.join(parts)} SELECT {', '.join(counted)}", args
+    return f"WITH {', '.join(parts)} SELECT {', '.join(['head.*', *counted])} FROM head", args
+
+
+def _rendered(
+    sql: str, values: tuple[Any, ...], args: list[Any], row: Mapping[str, Any] | None
+) -> str:
+    """`sql` with its parameters ``$n`` numbered after `args` (to which their `values` are
+    added), a `FromHead` read from the part ``head`` or (once the head ran) from its `row`."""
+
+    def one(match: re.Match[str]) -> str:
+        value = values[int(match.group(1)) - 1]
+        if value.__class__ is FromHead:
+            if row is None:
+                return f"(head.{value.column} + ({value.plus}))"
+            value = row[value.column] + value.plus if value.plus else row[value.column]
+        args.append(value)
+        return f"${len(args)}"
+
+    return _PARAMETER.sub(one, sql)
+
+
+@functools.cache
+def _guarded(sql: str) -> str | None:
+    """`sql` (a one-row ``INSERT ... VALUES``, an ``UPDATE`` or a ``DELETE``, with no
+    ``RETURNING``) made to change no row when the part ``head`` gave none: the insert
+    selects its values ``FROM head``, and the update or delete adds ``EXISTS (SELECT FROM
+    head)`` to its one ``WHERE``. None for any other shape."""
+    if sql.startswith("INSERT "):
+        if sql.count(" VALUES (") != 1:
+            return None
+        start = sql.index(" VALUES (")
+        opened = start + len(" VALUES ")
+        depth = 0
+        for at in range(opened, len(sql)):
+            if sql[at] == "(":
+                depth += 1
+            elif sql[at] == ")":
+                depth -= 1
+                if depth == 0:
+                    rest = sql[at + 1 :]
+                    if rest.lstrip().startswith(","):
+                        return None  # several rows
+                    return f"{sql[:start]} SELECT {sql[opened + 1 : at]} FROM head{rest}"
+        return None
+    if sql.startswith(("UPDATE ", "DELETE ")) and sql.count(" WHERE ") == 1:
+        before, where = sql.split(" WHERE ")
+        return f"{before} WHERE EXISTS (SELECT FROM head) AND ({where})"
+    return None
+
+
+def _outside_transaction(connection: Connection) -> bool:
+    """Whether the asyncpg adapter has begun no transaction on `connection` (it begins one on
+    its first statement), so that a statement run on asyncpg itself is a transaction alone."""
+    adapter: Any = connection.connection.dbapi_connection
+    return getattr(adapter, "_transaction", True) is None
+
+
+class _CheckFailed(Exception):
+    """A check inside a statement failed (`_raw_rows`): nothing was written."""
+
+
+def _raw_rows(connection: Connection, sql: str, args: list[Any]) -> list[Any]:
+    """`sql`'s rows, run on the asyncpg connection itself (asyncpg's prepared statements), its
+    errors raised as SQLAlchemy's (`_wrapped`), a division by zero as `_CheckFailed`."""
+    adapter: Any = connection.connection.dbapi_connection
+    try:
+        return cast(list[Any], await_(adapter._connection.fetch(sql, *args)))
+    except Exception as error:
+        if getattr(error, "sqlstate", None) == _DIVISION_BY_ZERO:
+            raise _CheckFailed from None
+        try:
+            adapter._handle_exception(error)  # raises the adapter's error of the same kind
+        except Exception as translated:
+            wrapped = _wrapped(connection, sql, translated)
+            if wrapped is None:
+                raise
+            raise wrapped from translated
+        raise
+
+
+def _execute(connection: Connection, sql: str, args: tuple[Any, ...], *, rows: bool | None) -> Any:
+    """`sql` on the asyncpg adapter's cursor: its first row (`rows`), all its rows (None) or
+    its row count."""
     cursor = _adapter_cursor(connection)
     try:
         cursor.execute(sql, args)
+        if rows is None:
+            return cursor.fetchall()
         return cursor.fetchall()[0] if rows else cursor.rowcount
     except Exception as exc:
         wrapped = _wrapped(connection, sql, exc)
@@ -262,7 +510,9 @@ class Prepared:
             if check is not None:
                 check(0)
             return
-        if batch.clashes(name, inserts, beside_inserts):
+        if batch.clashes(name, inserts, beside_inserts) or (
+            batch.head is not None and batch.head.row is None and _guarded(plan.sql) is None
+        ):
             _flush(connection, batch)
         checks: list[Check | None] = [check] if len(sets) == 1 else [None] * len(sets)
         if len(sets) > 1 and check is not None:
