@@ -54,6 +54,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -144,7 +145,8 @@ def count_sqlite() -> None:
 
 def count_asyncpg() -> None:
     """Every request asyncpg sends and waits for is a round trip; a transaction that ran an
-    INSERT, UPDATE or DELETE is a write (its COMMIT flushes the WAL)."""
+    INSERT, UPDATE or DELETE (or a ``WITH`` of one) is a write (its COMMIT flushes the WAL), and
+    so is such a statement run outside a transaction (it commits alone)."""
     import asyncpg
     from asyncpg.prepared_stmt import PreparedStatement
     from asyncpg.transaction import Transaction
@@ -152,7 +154,17 @@ def count_asyncpg() -> None:
     wrote: set[int] = set()
 
     def writes(query: str) -> bool:
-        return query.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE")
+        head = query.lstrip()[:6].upper()
+        if head == "WITH" or head.startswith("WITH "):
+            return re.search(r"\bAS \((INSERT|UPDATE|DELETE) ", query) is not None
+        return head in ("INSERT", "UPDATE", "DELETE")
+
+    def wrote_on(connection: Any, query: str) -> None:
+        if writes(query):
+            if connection.is_in_transaction():
+                wrote.add(id(connection))
+            else:
+                COUNTERS.writes()
 
     def wrap_connection(name: str) -> None:
         original = getattr(asyncpg.Connection, name)
@@ -163,8 +175,7 @@ def count_asyncpg() -> None:
             upper = query.lstrip()[:6].upper()
             if upper not in ("BEGIN", "BEGIN;", "COMMIT", "ROLLBA", "SAVEPO", "RELEAS"):
                 COUNTERS.statements()
-                if writes(query):
-                    wrote.add(id(self))
+                wrote_on(self, query)
             return await original(self, query, *args, **kwargs)
 
         setattr(asyncpg.Connection, name, counted)
@@ -187,8 +198,7 @@ def count_asyncpg() -> None:
             COUNTERS.round_trips()
             COUNTERS.statements()
             traced(self.get_query(), self._connection)
-            if writes(self.get_query()):
-                wrote.add(id(self._connection))
+            wrote_on(self._connection, self.get_query())
             return await original(self, *args, **kwargs)
 
         setattr(PreparedStatement, name, counted)
