@@ -41,3 +41,17 @@ def test_threads_asking_the_time_at_once_each_get_a_right_value() -> None:
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def test_iso_of_the_clock_is_isoformat_at_every_millisecond_and_second() -> None:
+    # The clock's text is made from its second's text and the milliseconds: across second,
+    # minute, day and year boundaries it is what `isoformat` says.
+    from handrail import _util
+
+    starts = [1_767_225_599_000, 1_764_630_000_000, 1_764_633_659_500]  # a new year among them
+    for start in starts:
+        for ms in range(start, start + 1500, 7):
+            moment = _util._remember_now(ms)
+            assert moment == dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+            assert iso(moment) == moment.isoformat(timespec="milliseconds")[:-6] + "Z"
+            assert iso(moment) == iso(moment.replace(tzinfo=dt.timezone(dt.timedelta(0))))
