@@ -1034,6 +1034,19 @@ def report(
         )
 
 
+def before_src(path: Path) -> Path:
+    """The folder that holds the `handrail` package of the --before checkout: `path` itself, or
+    its ``src/`` when given the checkout's root. Exits with a message when neither holds it (the
+    "before" servers would import this checkout's handrail, and every ratio would be 1)."""
+    for candidate in (path, path / "src"):
+        if (candidate / "handrail" / "__init__.py").is_file():
+            return candidate.resolve()
+    raise SystemExit(
+        f"--before {path}: no handrail package there or in its src/; give another checkout's "
+        "root or its src/ folder."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", default="1,8,32,64", help="client counts (default 1,8,32,64)")
@@ -1054,7 +1067,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         metavar="SRC",
         help="also run each handrail setup with handrail imported from SRC (another "
-        "checkout's src/), interleaved in the same run, and print after/before ratios",
+        "checkout: its root or its src/), interleaved in the same run, and print after/before "
+        "ratios",
     )
     parser.add_argument("--serve", choices=("handrail", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -1087,6 +1101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     import sqlite3
 
+    if args.before is not None:
+        args.before = before_src(args.before)
     print("handrail bench: ask-then-answer cycles under load, against a floor app")
     print(machine_line(f"SQLite {sqlite3.sqlite_version} | {versions}"))
     print(
