@@ -51,8 +51,12 @@ def scrub(text: str) -> str:
 
 def arguments_digest(value: Any) -> str:
     """The SHA-256 hex of a JSON value's canonical form (sorted keys, no spaces)."""
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(value)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+#: `json.dumps` with these options, built once (it makes an encoder at each call otherwise).
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def apply_rules(

@@ -45,7 +45,10 @@ class RunningBoard:
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self._local: dict[str, RunningTurn] = {}
+        #: This process's turns by conversation: the turn's id, what it does (its progress
+        #: data) and since when; made a `RunningTurn` only when read or written (`_running`),
+        #: not at each change.
+        self._local: dict[str, tuple[str, dict[str, Any], dt.datetime]] = {}
         #: The conversations changed since their last write, each with the loop time of its
         #: first change not written.
         self._dirty: dict[str, float] = {}
@@ -74,7 +77,7 @@ class RunningBoard:
 
     def ended(self, turn: Turn) -> None:
         held = self._local.get(turn.history_id)
-        if held is not None and held.turn_id == turn.id:
+        if held is not None and held[0] == turn.id:
             del self._local[turn.history_id]
             if turn.history_id in self._written:
                 self._changed(turn.history_id)
@@ -82,20 +85,27 @@ class RunningBoard:
                 self._dirty.pop(turn.history_id, None)
 
     def _set(self, turn: Turn, progress: dict[str, Any]) -> None:
-        now = utc_now()
+        self._local[turn.history_id] = (turn.id, progress, utc_now())
+        self._changed(turn.history_id)
+
+    def _running(self, history_id: str) -> RunningTurn | None:
+        """The `RunningTurn` of this process's turn in the conversation, or None."""
+        held = self._local.get(history_id)
+        if held is None:
+            return None
+        turn_id, progress, since = held
         tool = progress.get("toolName")
         call = progress.get("toolCallId")
-        self._local[turn.history_id] = RunningTurn(
-            history_id=turn.history_id,
-            turn_id=turn.id,
+        return RunningTurn(
+            history_id=history_id,
+            turn_id=turn_id,
             owner=self.runtime.owner,
             phase=str(progress.get("phase", STARTING)),
-            since=now,
-            until=self._until(now),
+            since=since,
+            until=self._until(since),
             tool_name=tool if isinstance(tool, str) else None,
             tool_call_id=call if isinstance(call, str) else None,
         )
-        self._changed(turn.history_id)
 
     def _changed(self, history_id: str) -> None:
         if not self.shared:
@@ -110,7 +120,7 @@ class RunningBoard:
 
     async def of(self, history_id: str) -> RunningTurn | None:
         """The conversation's running turn, from whichever process runs it (None: none)."""
-        here = self._local.get(history_id)
+        here = self._running(history_id)
         if here is not None or not self.shared:
             return here
         found = await self.runtime.store.running.get(history_id, now=utc_now())
@@ -152,7 +162,7 @@ class RunningBoard:
         }
         for h in ready:
             del self._dirty[h]
-        put = [self._local[h] for h in ready if h in self._local]
+        put = [running for h in ready if (running := self._running(h)) is not None]
         # A turn that ended before its row was written has no row to remove.
         drop = [h for h in ready if h not in self._local and h in self._written]
         try:

@@ -199,6 +199,10 @@ class BodyCheck:
         ]
         groups = [tuple(b["required"]) for b in schema.get("oneOf", ()) if "required" in b]
         self.shapes = tuple(groups) + tuple(tuple(s) for s in shapes)
+        #: The shapes in words, for the messages of the oneOf rule.
+        self._options = (
+            _one_of([" with ".join(shape) for shape in self.shapes]) if self.shapes else ""
+        )
         self.dependent_required = {
             k: tuple(v) for k, v in schema.get("dependentRequired", {}).items()
         }
@@ -236,7 +240,7 @@ class BodyCheck:
             if self.given(data, name):
                 check(data[name], name, out)
         sent = [shape for shape in self.shapes if any(self.given(data, f) for f in shape)]
-        options = _one_of([" with ".join(shape) for shape in self.shapes]) if self.shapes else ""
+        options = self._options
         if self.shapes and not sent:
             out.append(Violation(self.shapes[0][0], "oneOf", f"is required: send {options}"))
         elif len(sent) > 1:

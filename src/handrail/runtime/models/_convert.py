@@ -30,7 +30,11 @@ PDF_MIME_TYPE: Final = "application/pdf"
 
 def compact_json(value: Any) -> str:
     """``json.dumps`` with no spaces, keeping non-ASCII characters and the key order."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+    return _COMPACT.encode(value)
+
+
+#: `json.dumps` with these options, built once (it makes an encoder at each call otherwise).
+_COMPACT: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=False)
 
 
 def tool_result_text(message: ToolResultMessage) -> str:
