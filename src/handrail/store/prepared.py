@@ -84,9 +84,8 @@ class _Plan:
             item[name] = process(row[position])
         return item
 
-    def rows(self, cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    def rows(self, fetched: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
         names = self.names
-        fetched = cursor.fetchall()
         if not self.processed:
             return [dict(zip(names, row, strict=True)) for row in fetched]
         out = []
@@ -190,6 +189,8 @@ class _Waiting:
     check: Check | None
     table: str
     inserts: bool
+    #: The `FromHead` arguments, by position.
+    heads: tuple[tuple[int, FromHead], ...] = ()
 
 
 @dataclass(slots=True)
@@ -286,14 +287,11 @@ def _flush(connection: Connection, batch: _Batch, *, final: bool = False) -> Non
     if not waiting:
         return
     if len(waiting) == 1:
-        sql, args = waiting[0].plan.sql, list(waiting[0].args)
-        if row is not None:
-            args = []
-            sql = _rendered(sql, waiting[0].args, args, row)
-        counts = [_execute(connection, sql, tuple(args), rows=False)]
+        args = [_value(v, row) for v in waiting[0].args] if waiting[0].heads else waiting[0].args
+        counts = [_on_asyncpg(connection, waiting[0].plan.sql, args, rows=False)]
     else:
         sql, args = _joined(None, waiting, row, checked=False)
-        counts = list(_execute(connection, sql, tuple(args), rows=True))
+        counts = list(_on_asyncpg(connection, sql, args, rows=True)[0])
     for item, count in zip(waiting, counts, strict=True):
         if item.check is not None:
             item.check(int(count))
@@ -316,12 +314,12 @@ def _flush_with_head(connection: Connection, batch: _Batch, head: Head, *, final
     if alone:
         sql, args = _joined((plan.sql, head_args), waiting, None, checked=True)
         try:
-            found = _raw_rows(connection, sql, args)
+            found = _on_asyncpg(connection, sql, args, rows=True, alone=True)
         except _CheckFailed:
             alone = False  # nothing written: again in a transaction, to raise the check's error
     if not alone:
         sql, args = _joined((plan.sql, head_args), waiting, None, checked=False)
-        found = _execute(connection, sql, tuple(args), rows=None)
+        found = _on_asyncpg(connection, sql, args, rows=True)
     if not found:
         raise head.missing()
     values = found[0]
@@ -342,16 +340,63 @@ def _joined(
     """One statement of `waiting` (each a ``WITH`` part ``w<n>``), after `head` (its SQL and
     arguments) when given, and its arguments. It gives one row: the head's, then each part's
     row count (with `checked`, for a part with a check ``1 / count``, which fails the statement
-    for a count of zero). Without a head it always gives that row."""
+    for a count of zero). Without a head it always gives that row. A `FromHead` is read from
+    the part ``head``, or (once the head ran) from its `row`. The SQL is made once per shape."""
+    key = (
+        None if head is None else head[0],
+        checked,
+        tuple(
+            (item.plan.sql, item.check is not None, item.heads if row is None else ())
+            for item in waiting
+        ),
+    )
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _shape(head, waiting, row is None, checked)
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        _SHAPES[key] = shape
+    sql, picks = shape
+    args = [] if head is None else list(head[1])
+    if row is None:
+        args.extend([waiting[n].args[at] for n, at in picks])
+    else:
+        args.extend([_value(waiting[n].args[at], row) for n, at in picks])
+    return sql, args
+
+
+#: `_joined`'s statements by shape: the SQL, and where each argument comes from (the part and
+#: its position).
+_SHAPES: dict[Any, tuple[str, tuple[tuple[int, int], ...]]] = {}
+_MAX_SHAPES: Final = 256
+
+
+def _shape(
+    head: tuple[str, tuple[Any, ...]] | None,
+    waiting: list[_Waiting],
+    from_head: bool,
+    checked: bool,
+) -> tuple[str, tuple[tuple[int, int], ...]]:
     parts: list[str] = []
-    args: list[Any] = []
+    picks: list[tuple[int, int]] = []
+    first = 0
     if head is not None:
         parts.append(f"head AS ({head[0]})")
-        args.extend(head[1])
+        first = len(head[1])
     for n, item in enumerate(waiting):
         sql = item.plan.sql if head is None else _guarded(item.plan.sql)
         assert sql is not None  # `Prepared.later` ran the head first for any other
-        parts.append(f"w{n} AS ({_rendered(sql, item.args, args, row)} RETURNING 1)")
+        heads = dict(item.heads) if from_head else {}
+
+        def one(match: re.Match[str], n: int = n, heads: dict[int, FromHead] = heads) -> str:
+            at = int(match.group(1)) - 1
+            value = heads.get(at)
+            if value is not None:
+                return f"(head.{value.column} + ({value.plus}))"
+            picks.append((n, at))
+            return f"${first + len(picks)}"
+
+        parts.append(f"w{n} AS ({_PARAMETER.sub(one, sql)} RETURNING 1)")
     counted = [
         f"(SELECT 1 / count(*) FROM w{n})"
         if checked and item.check is not None
@@ -359,26 +404,17 @@ def _joined(
         for n, item in enumerate(waiting)
     ]
     if head is None:
-        return f"WITH {', '.join(parts)} SELECT {', '.join(counted)}", args
-    return f"WITH {', '.join(parts)} SELECT {', '.join(['head.*', *counted])} FROM head", args
+        return f"WITH {', '.join(parts)} SELECT {', '.join(counted)}", tuple(picks)
+    selected = ", ".join(["head.*", *counted])
+    return f"WITH {', '.join(parts)} SELECT {selected} FROM head", tuple(picks)
 
 
-def _rendered(
-    sql: str, values: tuple[Any, ...], args: list[Any], row: Mapping[str, Any] | None
-) -> str:
-    """`sql` with its parameters ``$n`` numbered after `args` (to which their `values` are
-    added), a `FromHead` read from the part ``head`` or (once the head ran) from its `row`."""
-
-    def one(match: re.Match[str]) -> str:
-        value = values[int(match.group(1)) - 1]
-        if value.__class__ is FromHead:
-            if row is None:
-                return f"(head.{value.column} + ({value.plus}))"
-            value = row[value.column] + value.plus if value.plus else row[value.column]
-        args.append(value)
-        return f"${len(args)}"
-
-    return _PARAMETER.sub(one, sql)
+def _value(value: Any, row: Mapping[str, Any] | None) -> Any:
+    """An argument, a `FromHead` read from the head's `row`."""
+    if value.__class__ is not FromHead:
+        return value
+    assert row is not None
+    return row[value.column] + value.plus if value.plus else row[value.column]
 
 
 @functools.cache
@@ -418,17 +454,28 @@ def _outside_transaction(connection: Connection) -> bool:
 
 
 class _CheckFailed(Exception):
-    """A check inside a statement failed (`_raw_rows`): nothing was written."""
+    """A check inside a statement failed (`_on_asyncpg` ``alone``): nothing was written."""
 
 
-def _raw_rows(connection: Connection, sql: str, args: list[Any]) -> list[Any]:
-    """`sql`'s rows, run on the asyncpg connection itself (asyncpg's prepared statements), its
-    errors raised as SQLAlchemy's (`_wrapped`), a division by zero as `_CheckFailed`."""
+def _on_asyncpg(
+    connection: Connection, sql: str, args: Sequence[Any], *, rows: bool, alone: bool = False
+) -> Any:
+    """`sql` on the asyncpg connection itself (its own prepared statements, without the
+    adapter's cursor): its rows (asyncpg records) or its row count. It runs in the transaction
+    SQLAlchemy began, first begun as the adapter's cursor would (nothing in autocommit);
+    `alone`, outside any, as a transaction by itself, a division by zero raised as
+    `_CheckFailed`. Its errors are raised as SQLAlchemy's (`_wrapped`)."""
     adapter: Any = connection.connection.dbapi_connection
     try:
-        return cast(list[Any], await_(adapter._connection.fetch(sql, *args)))
+        if not alone and adapter._transaction is None:
+            await_(adapter._start_transaction())
+        if rows:
+            return await_(adapter._connection.fetch(sql, *args))
+        status: str = await_(adapter._connection.execute(sql, *args))
+        count = status.rpartition(" ")[2]
+        return int(count) if count.isdigit() else -1
     except Exception as error:
-        if getattr(error, "sqlstate", None) == _DIVISION_BY_ZERO:
+        if alone and getattr(error, "sqlstate", None) == _DIVISION_BY_ZERO:
             raise _CheckFailed from None
         try:
             adapter._handle_exception(error)  # raises the adapter's error of the same kind
@@ -438,24 +485,6 @@ def _raw_rows(connection: Connection, sql: str, args: list[Any]) -> list[Any]:
                 raise
             raise wrapped from translated
         raise
-
-
-def _execute(connection: Connection, sql: str, args: tuple[Any, ...], *, rows: bool | None) -> Any:
-    """`sql` on the asyncpg adapter's cursor: its first row (`rows`), all its rows (None) or
-    its row count."""
-    cursor = _adapter_cursor(connection)
-    try:
-        cursor.execute(sql, args)
-        if rows is None:
-            return cursor.fetchall()
-        return cursor.fetchall()[0] if rows else cursor.rowcount
-    except Exception as exc:
-        wrapped = _wrapped(connection, sql, exc)
-        if wrapped is None:
-            raise
-        raise wrapped from exc
-    finally:
-        cursor.close()
 
 
 def _adapter_cursor(connection: Connection) -> Any:
@@ -526,7 +555,9 @@ class Prepared:
 
             checks = [part] * len(sets)
         for one, each in zip(sets, checks, strict=True):
-            batch.waiting.append(_Waiting(plan, plan.positional(one), each, name, inserts))
+            args = plan.positional(one)
+            heads = tuple((n, v) for n, v in enumerate(args) if v.__class__ is FromHead)
+            batch.waiting.append(_Waiting(plan, args, each, name, inserts, heads))
 
     def _plan(self, dialect: Dialect) -> _Plan | None:
         """The compiled plan, or None when the driver is not one this module runs directly."""
@@ -576,15 +607,12 @@ class Prepared:
         plan = None if connection.engine.echo else self._plan(connection.dialect)
         if plan is None:
             return [dict(row._mapping) for row in connection.execute(self.statement, params)]
+        if connection.dialect.driver != "pysqlite":
+            return plan.rows(_on_asyncpg(connection, plan.sql, plan.positional(params), rows=True))
         cursor = self._cursor(connection)
         try:
             cursor.execute(plan.sql, plan.positional(params))
-            return plan.rows(cursor)
-        except Exception as exc:
-            wrapped = _wrapped(connection, plan.sql, exc)
-            if wrapped is None:
-                raise
-            raise wrapped from exc
+            return plan.rows(cursor.fetchall())
         finally:
             cursor.close()
 
@@ -603,6 +631,8 @@ class Prepared:
             if isinstance(params, Mapping):
                 return connection.execute(self.statement, params).rowcount
             return connection.execute(self.statement, list(params)).rowcount
+        if isinstance(params, Mapping) and connection.dialect.driver != "pysqlite":
+            return int(_on_asyncpg(connection, plan.sql, plan.positional(params), rows=False))
         cursor = self._cursor(connection)
         try:
             if isinstance(params, Mapping):
