@@ -2,13 +2,13 @@
 
 A `Prepared` statement is a SQLAlchemy Core statement whose parameters are all bound by name.
 It is compiled once per dialect, with SQLAlchemy's own bind and result processors (so a value is
-stored and read back exactly as `Connection.execute` would). It then runs straight on a DBAPI
-cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own (on the store's worker thread),
-or on PostgreSQL the cursor of SQLAlchemy's asyncpg adapter (which begins the transaction on its
-first statement and keeps asyncpg's prepared statements, as `Connection.execute` does; its
-errors are raised as SQLAlchemy's; a batch that is its transaction's one statement, see
-`batched`, runs on asyncpg itself, with no BEGIN). SQLAlchemy's per-execution work (cache key,
-execution context, events, result objects) costs several times what the database itself takes
+stored and read back exactly as `Connection.execute` would). It then runs straight on the
+driver inside the transaction SQLAlchemy began: on a ``sqlite3`` cursor (on the store's worker
+thread), or on PostgreSQL on the asyncpg connection itself, with asyncpg's own prepared
+statements (the transaction begun first, as SQLAlchemy's asyncpg adapter does before its first
+statement; its errors raised as SQLAlchemy's; a batch that is its transaction's one statement,
+see `batched`, runs with no BEGIN). SQLAlchemy's per-execution work (cache key, execution
+context, events, result objects) costs several times what the database itself takes
 for these short statements. Other drivers go through `Connection.execute`.
 
 Rows come back as plain dicts (column name to value) on both paths. SQLAlchemy's statement
@@ -591,9 +591,9 @@ class Prepared:
         return plan
 
     def _cursor(self, connection: Connection) -> Any:
-        """A DBAPI cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own, or
-        SQLAlchemy's asyncpg adapter's (which starts the transaction on its first statement,
-        as `Connection.execute` would, and keeps asyncpg's prepared statements)."""
+        """A DBAPI cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own, or (for
+        `run`'s lists) SQLAlchemy's asyncpg adapter's (which starts the transaction on its
+        first statement, as `Connection.execute` would)."""
         if connection.dialect.driver == "pysqlite":
             driver = connection.connection.driver_connection
             assert isinstance(driver, sqlite3.Connection)
