@@ -210,9 +210,10 @@ async def current_principal(request: Request) -> Principal:
     It reads the header itself rather than through a `fastapi.security` class: every request
     resolves it, and a nested dependency costs more than the parsing. The OpenAPI document
     declares the scheme (`BEARER_SCHEME`)."""
-    authenticator: Authenticator = request.app.state.authenticator
+    state = request.app.state
+    authenticator: Authenticator = state.authenticator
     token = bearer_token(request.headers.get("authorization"))
-    store = getattr(request.app.state, "store", None)
+    store = getattr(state, "store", None)
     return await authenticator.principal(token, store.tokens if store is not None else None)
 
 

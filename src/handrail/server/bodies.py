@@ -186,7 +186,8 @@ async def read_json(
     except (ValueError, UnicodeDecodeError) as exc:
         raise _invalid(invalid, f"The body is not valid JSON: {exc}.") from None
     check_depth = raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH
-    check_text = any(marker in raw for marker in _TEXT_MARKERS)
+    escape, surrogate, nul = _TEXT_MARKERS  # three scans, without a generator
+    check_text = escape in raw or surrogate in raw or nul in raw
     if check_depth or check_text:
         try:
             problems = storable_text_problems(data, text=check_text)

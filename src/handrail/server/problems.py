@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import http
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -180,9 +181,22 @@ def request_id_of(scope_or_request: Request | Scope) -> str:
     return new_uuid4()
 
 
+class _JsonResponse(JSONResponse):
+    """A `JSONResponse` with the very bytes Starlette's gives, from an encoder built once
+    (``json.dumps`` with Starlette's options makes one at each call)."""
+
+    def render(self, content: Any) -> bytes:
+        return _RESPONSE_JSON(content).encode("utf-8")
+
+
+_RESPONSE_JSON: Final = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+).encode
+
+
 def ok(request: Request, data: Any, *, status_code: int = 200) -> JSONResponse:
     """A success body: ``{data, requestId}``."""
-    return JSONResponse({"data": data, "requestId": request_id_of(request)}, status_code)
+    return _JsonResponse({"data": data, "requestId": request_id_of(request)}, status_code)
 
 
 def problem_response(
@@ -195,7 +209,7 @@ def problem_response(
     extra = dict(headers or {})
     if status == 401:
         extra.setdefault("WWW-Authenticate", "Bearer")
-    return JSONResponse(body, status, headers=extra, media_type=PROBLEM_JSON)
+    return _JsonResponse(body, status, headers=extra, media_type=PROBLEM_JSON)
 
 
 def _reason(status: int) -> str:
