@@ -19,9 +19,7 @@ from handrail.store import db as db_module
 
 
 @pytest.fixture
-async def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Database]:
-    # No commit counts as slow here (a busy test machine would send writes to the writer).
-    monkeypatch.setattr(db_module, "SLOW_WRITE_S", 60.0)
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = Database(f"sqlite:///{tmp_path / 'w.db'}", synchronous="FULL")
     await database.write(_create)
     await database.quick_snapshot(_values)  # opens the loop's connection
