@@ -17,12 +17,7 @@ runs fastest without blocking the event loop:
   one commit: each runs in its own savepoint, so one that raises is rolled back alone and its
   caller gets its error, while the others commit together, with one fsync for all of them; no
   caller hears of success before that commit is on disk. A group whose commit fails, or whose
-  transaction SQLite itself rolled back, runs again one transaction per write. A write that
-  comes alone while the database is otherwise quiet (the writer idle, no writes together in
-  the last `CROWDED_S`, no slow commit in the last `SLOW_S`) commits on the event loop's own
-  thread instead, on the connection `quick_snapshot` reads on: its caller waits for the
-  commit either way, and the hop to the writer and back (two thread wake-ups) costs a lone
-  turn more than it saves (``loop_writes=False`` turns this off).
+  transaction SQLite itself rolled back, runs again one transaction per write.
 - PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
   (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
@@ -116,12 +111,6 @@ QUICK_ROWS: Final = 64
 #: After a write that came with others, or while the writer thread was busy, writes go to the
 #: writer thread for this long (seconds) rather than to the event loop's (`Database.write`).
 CROWDED_S: Final = 0.05
-
-#: A write on the event loop's thread that takes longer than this (seconds: the disk's fsync is
-#: slow, or the machine busy) sends the writes of the next `SLOW_S` to the writer thread, so
-#: that the loop does not wait on a slow disk.
-SLOW_WRITE_S: Final = 0.002
-SLOW_S: Final = 1.0
 
 #: After this many writes on the event loop's connection (which never checkpoints: a
 #: checkpoint copies the WAL into the database file, milliseconds the loop would wait), the
@@ -330,11 +319,7 @@ def _busy(error: BaseException) -> bool:
 
 class Database:
     """An engine with handrail's connection settings, running store operations in
-    transactions. Close it with `close()` (or ``async with``).
-
-    `synchronous` is SQLite's level (``OFF``, ``NORMAL``, ``FULL``, ``EXTRA``); `echo` logs
-    every statement (never its values); `loop_writes` lets a SQLite write that comes while
-    the database is quiet commit on the event loop's thread (see the module's docstring)."""
+    transactions. Close it with `close()` (or ``async with``)."""
 
     def __init__(
         self,
@@ -526,10 +511,9 @@ class Database:
 
     def _write_now(self, loop: asyncio.AbstractEventLoop) -> None:
         """The writes `_write_soon` collected: one that came alone, while the writer thread is
-        idle and the database was neither crowded (`CROWDED_S`) nor slow to commit (`SLOW_S`)
-        lately, runs here on the loop's thread (no thread hop and wake-up either way; the loop
-        waits for its commit, as its caller would have waited for the hop); any other goes to
-        the writer thread, which commits those that queue up together at once."""
+        idle and the database was not crowded lately, runs here on the loop's thread (no
+        thread hop either way; the loop waits for its commit, as it would for the hop); any
+        other goes to the writer thread, which commits those that queue up together at once."""
         soon, self._soon = self._soon, []
         writer = self._writer
         if writer is None:
@@ -538,7 +522,7 @@ class Database:
             return
         now = time.monotonic()
         if len(soon) > 1 or not writer.idle:
-            self._crowded_until = max(self._crowded_until, now + CROWDED_S)
+            self._crowded_until = now + CROWDED_S
         elif now >= self._crowded_until:
             future, work, args = soon[0]
             outcome = self._write_here(work, args)
@@ -559,7 +543,6 @@ class Database:
             return _ELSEWHERE
         connection = here[1]
         self._local.writes = True  # read by `on_begin`
-        start = time.monotonic()
         try:
             with connection.begin():
                 result = work(connection, *args)
@@ -567,10 +550,6 @@ class Database:
             if _busy(exc):
                 return _ELSEWHERE
             return None, without_values(exc)
-        finally:
-            end = time.monotonic()
-            if end - start > SLOW_WRITE_S:
-                self._crowded_until = end + SLOW_S
         self._here_writes += 1
         if self._here_writes >= CHECKPOINT_EVERY and self._writer is not None:
             self._here_writes = 0
