@@ -25,7 +25,7 @@ WRITERS = 12
 async def db(tmp_path: Path) -> AsyncIterator[tuple[Database, list[str]]]:
     """A SQLite database at FULL with a table `t`, and the SQL of every transaction start
     (``BEGIN`` or ``BEGIN IMMEDIATE``) and commit its connections make from now on."""
-    database = Database(f"sqlite:///{tmp_path / 'g.db'}", synchronous="FULL", loop_writes=False)
+    database = Database(f"sqlite:///{tmp_path / 'g.db'}", synchronous="FULL")
     await database.write(_create)
     seen: list[str] = []
 

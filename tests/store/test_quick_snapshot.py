@@ -20,7 +20,7 @@ from handrail.store.db import QUICK_ROWS, check_here
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'q.db'}", synchronous="FULL", loop_writes=False)
+    database = Database(f"sqlite:///{tmp_path / 'q.db'}", synchronous="FULL")
     await database.write(_create)
     try:
         yield database

@@ -61,7 +61,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from handrail.errors import ConfigError
-from handrail.store.threads import Workers, Writer, settle
+from handrail.store.threads import Workers, Writer
 
 __all__ = [
     "DEFAULT_URL",
@@ -76,8 +76,6 @@ __all__ = [
     "row_count",
     "without_values",
 ]
-
-_log = logging.getLogger(__name__)
 
 #: The embedded default: a SQLite file in the working folder.
 DEFAULT_URL: Final = "sqlite:///handrail.db"
@@ -107,15 +105,6 @@ PG_POOL_OVERFLOW: Final = 0
 #: A `Database.quick_snapshot` whose work finds more rows than this (`check_here`) runs
 #: on a reader thread instead of the event loop's.
 QUICK_ROWS: Final = 64
-
-#: After a write that came with others, or while the writer thread was busy, writes go to the
-#: writer thread for this long (seconds) rather than to the event loop's (`Database.write`).
-CROWDED_S: Final = 0.05
-
-#: After this many writes on the event loop's connection (which never checkpoints: a
-#: checkpoint copies the WAL into the database file, milliseconds the loop would wait), the
-#: writer thread checkpoints the WAL.
-CHECKPOINT_EVERY: Final = 100
 
 #: The SQLite result codes (their primary part) of a lock another connection holds.
 _BUSY_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -327,7 +316,6 @@ class Database:
         *,
         synchronous: str = "NORMAL",
         echo: bool = False,
-        loop_writes: bool = True,
     ) -> None:
         self.url = driver_url(url)
         level = synchronous.upper()
@@ -350,13 +338,6 @@ class Database:
         # One, so that the pool holds it beside the threads' own.
         self._here: tuple[int, Connection] | None = None
         self._here_lock = threading.Lock()
-        # The writes waiting for the loop's next turn (`_write_soon`), until when writes go to
-        # the writer thread whatever comes (`CROWDED_S`), and the writes made on the loop's
-        # connection since the writer thread last checkpointed.
-        self._loop_writes = loop_writes
-        self._soon: list[tuple[asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]]] = []
-        self._crowded_until = 0.0
-        self._here_writes = 0
         self.engine: Engine | AsyncEngine
         if self.backend == "sqlite":
             self.engine = self._sqlite_engine(echo)
@@ -465,9 +446,6 @@ class Database:
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
             if writes and self._writer is not None:
-                here = self._here
-                if self._loop_writes and not alone and here and here[0] == threading.get_ident():
-                    return cast(T, await self._write_soon(work, args))
                 return cast(T, await self._writer.run(work, args, alone))
             return await self._executor.run(self._in_transaction, writes, work, args)
         except Exception as exc:
@@ -497,73 +475,6 @@ class Database:
             return self._in_transaction(True, work, args), None
         except BaseException as exc:  # handed to the caller, never lost
             return None, exc
-
-    def _write_soon(self, work: Callable[..., Any], args: tuple[Any, ...]) -> asyncio.Future[Any]:
-        """A write from the event loop whose thread has the loop's connection (`_here`), at
-        the loop's next turn (`_write_now`) with the others sent by then; a future of its
-        outcome."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._soon.append((future, work, args))
-        if len(self._soon) == 1:
-            loop.call_soon(self._write_now, loop)
-        return future
-
-    def _write_now(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The writes `_write_soon` collected: one that came alone, while the writer thread is
-        idle and the database was not crowded lately, runs here on the loop's thread (no
-        thread hop either way; the loop waits for its commit, as it would for the hop); any
-        other goes to the writer thread, which commits those that queue up together at once."""
-        soon, self._soon = self._soon, []
-        writer = self._writer
-        if writer is None:
-            for future, _, _ in soon:
-                settle(future, None, RuntimeError("The database is closed."))
-            return
-        now = time.monotonic()
-        if len(soon) > 1 or not writer.idle:
-            self._crowded_until = now + CROWDED_S
-        elif now >= self._crowded_until:
-            future, work, args = soon[0]
-            outcome = self._write_here(work, args)
-            if outcome is not _ELSEWHERE:
-                settle(future, *outcome)
-                return
-        for future, work, args in soon:
-            writer.submit(loop, future, work, args)
-
-    def _write_here(self, work: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        """On the event loop's thread: `work` in a write transaction of the loop's connection
-        (the one `quick_snapshot` reads on), its (result, error); `_ELSEWHERE` when there is
-        no such connection for this thread yet, or when the database's write lock is taken
-        (another process writes: this connection waits for no lock, and the write, rolled back,
-        runs on the writer thread, which waits)."""
-        here = self._here
-        if here is None or here[1].invalidated or here[0] != threading.get_ident():
-            return _ELSEWHERE
-        connection = here[1]
-        self._local.writes = True  # read by `on_begin`
-        try:
-            with connection.begin():
-                result = work(connection, *args)
-        except Exception as exc:
-            if _busy(exc):
-                return _ELSEWHERE
-            return None, without_values(exc)
-        self._here_writes += 1
-        if self._here_writes >= CHECKPOINT_EVERY and self._writer is not None:
-            self._here_writes = 0
-            self._writer.chore(self._checkpoint)
-        return result, None
-
-    def _checkpoint(self) -> None:
-        """On the writer thread: a passive checkpoint of the WAL (it waits for no reader)."""
-        try:
-            driver = self._connection().connection.driver_connection
-            assert isinstance(driver, sqlite3.Connection)
-            driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except Exception as exc:  # the next checkpoint, or a commit on this thread, tries again
-            _log.warning("The WAL checkpoint failed: %s", type(exc).__name__)
 
     def _read_on_writer(
         self, work: Callable[..., Any], args: tuple[Any, ...]
@@ -699,8 +610,6 @@ class Database:
                     driver = opened.connection.driver_connection
                     assert isinstance(driver, sqlite3.Connection)
                     driver.execute("PRAGMA busy_timeout=0")
-                    # Writes on it never checkpoint (`CHECKPOINT_EVERY`).
-                    driver.execute("PRAGMA wal_autocheckpoint=0")
                 except BaseException:
                     opened.close()
                     raise

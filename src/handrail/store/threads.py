@@ -124,28 +124,9 @@ class Writer:
     ) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self.submit(loop, future, function, args, alone=alone, read=read)
-        return future
-
-    def submit(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        future: asyncio.Future[Any],
-        function: Callable[..., Any],
-        args: tuple[Any, ...],
-        *,
-        alone: bool = False,
-        read: bool = False,
-    ) -> None:
-        """`run` with the caller's own `future` (of `loop`), which gets the outcome. Called on
-        `loop`'s thread."""
         self._sent += 1
         self._queue.put((loop, future, function, args, alone, read))
-
-    def chore(self, function: Callable[[], None]) -> None:
-        """`function()` on this thread between two groups, outside any transaction, with no
-        caller waiting: it raises nothing (it logs what it must). Not counted by `idle`."""
-        self._queue.put((None, None, function, (), True, False))
+        return future
 
     @property
     def idle(self) -> bool:
@@ -159,9 +140,6 @@ class Writer:
             held = None
             if job is STOP:
                 return
-            if job[0] is None:  # a chore
-                job[2]()
-                continue
             group = [job]
             if not job[4]:
                 while len(group) < GROUP_COMMIT_MAX:
@@ -169,7 +147,7 @@ class Writer:
                         more = self._queue.get_nowait()
                     except queue.Empty:
                         break
-                    if more is STOP or more[4]:  # a chore is `alone` too
+                    if more is STOP or more[4]:
                         held = more
                         break
                     group.append(more)
@@ -187,29 +165,15 @@ class Writer:
 
     def _answer(self, jobs: list[Any], outcomes: list[tuple[Any, Any]]) -> None:
         self._answered += len(jobs)
-        if len(jobs) == 1:
-            (loop, future, *_), (result, error) = jobs[0], outcomes[0]
+        for (loop, future, *_), (result, error) in zip(jobs, outcomes, strict=True):
             # A loop that closed meanwhile has nobody waiting (RuntimeError).
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(settle, future, result, error)
-            return
-        # A group's callers are answered with one wake-up of each loop, not one each.
-        by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
-        for (loop, future, *_), (result, error) in zip(jobs, outcomes, strict=True):
-            by_loop.setdefault(loop, []).append((future, result, error))
-        for loop, answers in by_loop.items():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle_all, answers)
 
     def shutdown(self) -> None:
         """Let the queued calls finish, then stop the thread."""
         self._queue.put(STOP)
         self._thread.join()
-
-
-def settle_all(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
-    for future, result, error in answers:
-        settle(future, result, error)
 
 
 def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
