@@ -43,9 +43,14 @@ pytest:
 schemas: venv
 	$(BIN)/handrail schemas
 
-bench: venv
+# Every benchmark with its defaults (bench/README.md says what each times and for how long).
+# events.py, load.py and reliability.py start a throwaway PostgreSQL cluster as the tests do, so
+# they need the test extra too; pg_store_cycle.py compares two trees (--before) and runs by hand.
+BENCHES := asks_validation turn_cycle list_paging mcp_call reliability events load
+bench: test-venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	scripts/ensure-postgres.sh
+	@for name in $(BENCHES); do echo "== bench/$$name.py"; $(BIN)/python bench/$$name.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
