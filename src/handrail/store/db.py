@@ -61,6 +61,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from handrail.errors import ConfigError
+from handrail.store.kept import Kept
 from handrail.store.threads import Workers, Writer
 
 __all__ = [
@@ -266,12 +267,6 @@ def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...
         return work(connection, *args)
 
 
-def _connection_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """In a greenlet: `work` on a connection of `engine`'s pool (an autocommit engine)."""
-    with engine.connect() as connection:
-        return work(connection, *args)
-
-
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
     return functools.partial(work, **kwargs) if kwargs else work
 
@@ -339,6 +334,8 @@ class Database:
         self._here: tuple[int, Connection] | None = None
         self._here_lock = threading.Lock()
         self.engine: Engine | AsyncEngine
+        #: PostgreSQL: the connections kept between transactions and autocommit work.
+        self._pg: Kept | None = None
         if self.backend == "sqlite":
             self.engine = self._sqlite_engine(echo)
             memory = self.engine.pool.__class__ is pool.StaticPool
@@ -363,15 +360,11 @@ class Database:
             # Values go as soon as SQLAlchemy catches the error, before its rollback and
             # whatever it logs while the error is being handled.
             event.listen(self.engine.sync_engine, "handle_error", _strip_values)
+            self._pg = Kept(self.engine.sync_engine, PG_POOL_SIZE + PG_POOL_OVERFLOW)
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
             if self.backend == "postgresql"
             else self.engine
-        )
-        self._autocommit = (
-            self.engine.execution_options(isolation_level="AUTOCOMMIT")
-            if self.backend == "postgresql"
-            else None
         )
 
     def _sqlite_engine(self, echo: bool) -> Engine:
@@ -442,6 +435,8 @@ class Database:
                 # The whole transaction (checkout, BEGIN, the work, COMMIT, checkin) in one
                 # greenlet on the async engine's sync face: `AsyncEngine.begin` and
                 # `run_sync` would start one for each of those steps, and a task to close.
+                if engine is self.engine and not alone and self._pg is not None:
+                    return await greenlet_spawn(self._pg.transaction, work, args)
                 return await greenlet_spawn(_transaction_on, engine.sync_engine, work, args)
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
@@ -531,7 +526,7 @@ class Database:
         PostgreSQL without one (each statement is its own transaction, which is what READ
         COMMITTED gives the statements of a transaction anyway, without its BEGIN and COMMIT
         round trips). A read that needs one view for several statements is a `snapshot`."""
-        if self._autocommit is not None:
+        if self._pg is not None:
             return await self.autocommit(work, *args, **kwargs)
         return await self._run(self.engine, False, _bound(work, kwargs), args)
 
@@ -632,11 +627,11 @@ class Database:
         """``work(connection, *args)`` with each statement committed on its own, without a
         transaction around them (on PostgreSQL one round trip a statement, not three); on
         SQLite a write transaction."""
-        if not isinstance(self._autocommit, AsyncEngine):
+        if self._pg is None:
             return await self.write(work, *args, **kwargs)
         bound = _bound(work, kwargs)
         try:
-            return await greenlet_spawn(_connection_on, self._autocommit.sync_engine, bound, args)
+            return await greenlet_spawn(self._pg.autocommit, bound, args)
         except Exception as exc:
             without_values(exc)
             raise
@@ -648,6 +643,8 @@ class Database:
     async def close(self) -> None:
         """Close every pooled connection (and, on SQLite, the worker threads)."""
         if isinstance(self.engine, AsyncEngine):
+            if self._pg is not None:
+                await greenlet_spawn(self._pg.close)
             await self.engine.dispose()
             return
         executor, self._executor = self._executor, None

@@ -1,0 +1,104 @@
+"""PostgreSQL: the engine's connections kept open between the transactions that use them.
+
+A transaction on PostgreSQL runs in a greenlet on SQLAlchemy's sync face of the async engine
+(see `handrail.store.db`). Taking a connection from the pool and giving it back costs more of
+the server's CPU than the statements' own Python work: a new `Connection`, the pool's checkout
+and checkin with their events and the reset's rollback, and for the autocommit engine the
+isolation level set on every checkout and reset on every checkin. `Kept` keeps the
+`Connection`s instead: a transaction takes a free one (or opens one from the pool when none
+is free) and gives it back when it ends, each used by one transaction at a time. Autocommit
+work runs on the same connections, with the asyncpg adapter's own autocommit flag set while it
+runs (the adapter then begins no transaction; what the autocommit engine's isolation level
+does). The greenlets all run on the event loop's thread, and the free list is only touched
+between their awaits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine
+
+__all__ = ["Kept"]
+
+T = TypeVar("T")
+
+
+class Kept:
+    """The `Connection`s of `engine` (the sync face of the PostgreSQL engine, whose pool holds
+    at most `capacity`) that wait for the next transaction. A connection goes back to the pool
+    instead when it was invalidated or closed, or is still in a transaction, and when the pool
+    has no other left: so whoever waits on the pool (a snapshot, the event listener, a
+    migration) gets the next one that comes back, never waiting while kept ones sit idle."""
+
+    def __init__(self, engine: Engine, capacity: int) -> None:
+        self._engine = engine
+        self._capacity = capacity
+        self._free: list[Connection] = []
+
+    def transaction(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """In a greenlet: `work` in a transaction, committed when it returns, rolled back when
+        it raises."""
+        connection = self._take()
+        try:
+            with connection.begin():
+                return work(connection, *args)
+        finally:
+            self._give(connection)
+
+    def autocommit(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """In a greenlet: `work` with each statement committed on its own."""
+        connection = self._take()
+        adapter: Any = connection.connection.dbapi_connection
+        adapter.autocommit = True
+        try:
+            return work(connection, *args)
+        finally:
+            try:
+                # SQLAlchemy's own transaction (begun by its first statement) ends; the
+                # database has none to roll back.
+                connection.rollback()
+            finally:
+                adapter.autocommit = False
+                self._give(connection)
+
+    def close(self) -> None:
+        """In a greenlet: give every waiting connection back to the pool."""
+        free, self._free = self._free, []
+        for connection in free:
+            _drop(connection)
+
+    def _take(self) -> Connection:
+        while self._free:
+            connection = self._free.pop()
+            if _usable(connection):
+                return connection
+            _drop(connection)
+        return self._engine.connect()
+
+    def _give(self, connection: Connection) -> None:
+        pool: Any = self._engine.pool
+        if pool.checkedout() < self._capacity and _usable(connection):
+            self._free.append(connection)
+        else:
+            _drop(connection)
+
+
+def _usable(connection: Connection) -> bool:
+    """Whether `connection` may run the next transaction: open, valid, in no transaction of
+    SQLAlchemy's, the adapter's or asyncpg's."""
+    if connection.closed or connection.invalidated or connection.in_transaction():
+        return False
+    adapter: Any = connection.connection.dbapi_connection
+    if adapter is None or adapter._transaction is not None or adapter.autocommit:
+        return False
+    driver = adapter._connection
+    return not driver.is_closed() and not driver.is_in_transaction()
+
+
+def _drop(connection: Connection) -> None:
+    """Back to the pool (which resets it, or closes it when it cannot)."""
+    with contextlib.suppress(Exception):
+        connection.close()

@@ -1,0 +1,74 @@
+"""PostgreSQL: the connections kept between transactions (`handrail.store.kept`) never leave
+whoever waits on the pool waiting while they sit idle, and autocommit work on them commits
+each statement while a transaction on the same connection stays whole."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.util.concurrency import greenlet_spawn
+
+from _pg import PostgresCluster
+from handrail.store.db import driver_url
+from handrail.store.kept import Kept
+
+
+def _sleep(connection: Connection) -> None:
+    connection.execute(text("SELECT pg_sleep(0.2)"))
+
+
+async def test_the_pool_keeps_one_for_others(postgres_cluster: PostgresCluster) -> None:
+    url = driver_url(postgres_cluster.new_database_url())
+    engine = create_async_engine(url, pool_size=2, max_overflow=0, pool_timeout=1)
+    kept = Kept(engine.sync_engine, 2)
+    try:
+        # Two transactions at once take both of the pool's connections; the one that ends
+        # last finds none left in the pool and gives its connection back to it.
+        await asyncio.gather(*(greenlet_spawn(kept.transaction, _sleep, ()) for _ in range(2)))
+        pool: Any = engine.sync_engine.pool
+        assert pool.checkedout() == 1
+        async with engine.connect() as connection:  # within the pool's 1 s timeout
+            assert (await connection.execute(text("SELECT 1"))).scalar() == 1
+        # The kept one runs the next transaction.
+        await greenlet_spawn(kept.transaction, _sleep, ())
+        assert pool.checkedout() == 1
+    finally:
+        await greenlet_spawn(kept.close)
+        await engine.dispose()
+
+
+def _create(connection: Connection) -> None:
+    connection.execute(text("CREATE TABLE t (n integer)"))
+
+
+def _insert_then_fail(connection: Connection, n: int) -> None:
+    connection.execute(text("INSERT INTO t VALUES (:n)"), {"n": n})
+    raise LookupError("after the insert")
+
+
+def _count(connection: Connection) -> int:
+    return int(connection.execute(text("SELECT count(*) FROM t")).scalar_one())
+
+
+async def test_autocommit_commits_each_statement_and_a_transaction_stays_whole(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    url = driver_url(postgres_cluster.new_database_url())
+    engine = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=1)
+    kept = Kept(engine.sync_engine, 1)
+    try:
+        await greenlet_spawn(kept.autocommit, _create, ())
+        with pytest.raises(LookupError):
+            await greenlet_spawn(kept.autocommit, _insert_then_fail, (1,))
+        assert await greenlet_spawn(kept.autocommit, _count, ()) == 1
+        # The same connection, in a transaction again: the failed one writes nothing.
+        with pytest.raises(LookupError):
+            await greenlet_spawn(kept.transaction, _insert_then_fail, (2,))
+        assert await greenlet_spawn(kept.transaction, _count, ()) == 1
+    finally:
+        await greenlet_spawn(kept.close)
+        await engine.dispose()
