@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, text
 
-from handrail.store import Database
+import handrail.store.histories as histories
+from handrail.store import Database, HistoryChange, Store, StoredRow
 from handrail.store.db import QUICK_ROWS, check_here
 
 
@@ -219,3 +220,39 @@ async def test_event_loops_on_other_threads_read_on_reader_threads(db: Database)
         assert read_on != loop_thread
     await db.quick_snapshot(_read, first)
     assert first[-1] == threading.get_ident()
+
+
+@pytest.mark.parametrize("count", [QUICK_ROWS, QUICK_ROWS + 1])
+async def test_a_turns_reads_of_a_long_history_leave_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """`HistoryRepo.load` and `Store.load_turn` read a history's rows on the event loop's thread
+    up to `QUICK_ROWS` rows, and on a reader thread beyond (`load_history`'s `check_here`), so
+    the reads the loop's thread runs itself do not grow with the history."""
+    store = await Store.open(f"sqlite:///{tmp_path / 'h.db'}", blob_dir=tmp_path / "files")
+    try:
+        history = await store.histories.create("u1", agent="demo")
+        rows = [{"type": "user", "content": str(i)} for i in range(count)]
+        await store.histories.apply(
+            history.id, HistoryChange(append=rows), expected_version=history.version
+        )
+        threads: list[int] = []
+        rows_of = histories.history_rows_of
+
+        def recorded(connection: Connection, history_id: str) -> list[StoredRow]:
+            threads.append(threading.get_ident())
+            return rows_of(connection, history_id)
+
+        monkeypatch.setattr(histories, "history_rows_of", recorded)
+        await store.histories.load(history.id)  # opens the loop's connection
+        threads.clear()
+        loaded = await store.histories.load(history.id)
+        turn = await store.load_turn(history.id)
+        assert loaded is not None
+        assert turn is not None
+        assert [row.data["content"] for row in loaded[1]] == [str(i) for i in range(count)]
+        assert [row.data for row in turn.rows] == [row.data for row in loaded[1]]
+        on_loop = [thread == threading.get_ident() for thread in threads]
+        assert on_loop == [count <= QUICK_ROWS] * 2
+    finally:
+        await store.close()
