@@ -45,7 +45,8 @@ schemas: venv
 
 # Every benchmark with its defaults (bench/README.md says what each times and for how long).
 # events.py, load.py and reliability.py start a throwaway PostgreSQL cluster as the tests do, so
-# they need the test extra too; pg_store_cycle.py compares two trees (--before) and runs by hand.
+# they need the test extra too; pg_store_cycle.py and instructions.py (callgrind) compare two
+# trees (--before) and run by hand.
 BENCHES := asks_validation turn_cycle list_paging mcp_call reliability events load
 bench: test-venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
