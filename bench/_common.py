@@ -8,6 +8,7 @@ import os
 import platform
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from handrail.demo.agent import PLAN_PICKER
@@ -53,4 +54,17 @@ def machine_line(versions: str) -> str:
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC | {platform.machine()} "
         f"{platform.system()} | {cpus} CPUs | Python {platform.python_version()} | "
         f"{versions} | load {load}"
+    )
+
+
+def before_src(path: Path) -> Path:
+    """The folder that holds the `handrail` package of a --before checkout: `path` itself, or
+    its ``src/`` when given the checkout's root. Exits with a message when neither holds it (the
+    "before" runs would import this checkout's handrail, and every ratio would be 1)."""
+    for candidate in (path, path / "src"):
+        if (candidate / "handrail" / "__init__.py").is_file():
+            return candidate.resolve()
+    raise SystemExit(
+        f"--before {path}: no handrail package there or in its src/; give another checkout's "
+        "root or its src/ folder."
     )

@@ -42,13 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-
-def _src(path: Path) -> Path:
-    for candidate in (path, path / "src"):
-        if (candidate / "handrail" / "__init__.py").is_file():
-            return candidate.resolve()
-    raise SystemExit(f"--before {path}: no handrail package there or in its src/.")
-
+from _common import before_src  # noqa: E402
 
 # --- the child: the cycles, with a getppid() on each side of the measured ones ----------------
 
@@ -228,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("valgrind is not installed: apt-get install valgrind")
     trees = [("after", ROOT / "src")]
     if args.before is not None:
-        trees.append(("before", _src(args.before)))
+        trees.append(("before", before_src(args.before)))
     print(
         f"instructions per {args.mode} cycle under callgrind ({args.cycles} cycles after "
         f"{args.warmup}), thousands"

@@ -70,7 +70,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from _common import PLAN_ASK, machine_line, package_version, print_table  # noqa: E402
+from _common import (  # noqa: E402
+    PLAN_ASK,
+    before_src,
+    machine_line,
+    package_version,
+    print_table,
+)
 
 PROMPT = "ask_choice " + json.dumps(PLAN_ASK)
 ANSWER: dict[str, Any] = {"action": "accept", "content": {"selected": ["team"]}}
@@ -1032,19 +1038,6 @@ def report(
             f"{verdict(thr >= 0.8)}; p99 at {at} ≤ 2 × ({p99:.2f}): {verdict(p99 <= 2)}; "
             f"errors {errors}: {verdict(errors == 0)}"
         )
-
-
-def before_src(path: Path) -> Path:
-    """The folder that holds the `handrail` package of the --before checkout: `path` itself, or
-    its ``src/`` when given the checkout's root. Exits with a message when neither holds it (the
-    "before" servers would import this checkout's handrail, and every ratio would be 1)."""
-    for candidate in (path, path / "src"):
-        if (candidate / "handrail" / "__init__.py").is_file():
-            return candidate.resolve()
-    raise SystemExit(
-        f"--before {path}: no handrail package there or in its src/; give another checkout's "
-        "root or its src/ folder."
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,7 @@ ask and sets the pending ask and title; load; the answer's change with its ask s
 lease; the reply's change that releases the lease). It prints each run's CPU per cycle (the
 subprocess's own, from `time.process_time`) and the median ratio, after / before:
 
-    .venv/bin/python bench/pg_store_cycle.py --before /work/base/src --rounds 4
+    .venv/bin/python bench/pg_store_cycle.py --before /work/base --rounds 4
 
 No HTTP, runtime or model: the figure is the store path alone (SQLAlchemy, asyncpg, the
 statements' own work), which `bench/load.py` shows only among the rest of a server's CPU.
@@ -97,7 +97,9 @@ async def cycles(url: str, seconds: float, tasks: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=Path, required=True, help="the other checkout's src/")
+    parser.add_argument(
+        "--before", type=Path, required=True, help="another checkout (its root or its src/)"
+    )
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--tasks", type=int, default=8)
@@ -106,6 +108,9 @@ def main() -> None:
     if args.url:
         print(json.dumps(asyncio.run(cycles(args.url, args.seconds, args.tasks))))
         return
+    from _common import before_src
+
+    args.before = before_src(args.before)
     sys.path.insert(0, str(ROOT / "tests"))
     from _pg import start_cluster
 
