@@ -46,7 +46,11 @@ def test_threads_taking_ids_at_once_never_get_the_same_one() -> None:
     assert len(set(every)) == len(every) == 4 * 10 * _util._BATCH
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.skipif(
+    not hasattr(os, "fork"),
+    reason="os.fork does not exist on this platform (Windows), so no child can inherit the "
+    "id batches; the fork hook (_util._forget_ids) is only registered where it does",
+)
 def test_a_forked_child_never_gives_the_ids_its_parent_holds() -> None:
     new_id()
     new_uuid4()  # both batches made, most of them not given yet
