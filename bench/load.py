@@ -30,7 +30,9 @@ setups run interleaved in ``--rounds`` slices (the order rotating and reversing)
 ``--seconds / --rounds`` long. A slice counts the cycles finished before its end, the latency of
 each (the three requests together; p50, p95, p99), the failed ones (any unexpected status or
 body, or a time-out), and reads, from each server process's own accounting
-(``/proc/<pid>/stat``, user + system time, all threads), the CPU it spent; on PostgreSQL also
+(``/proc/<pid>/stat``, user + system time, all threads), the CPU it spent, and the part of it
+its event loop's thread spent (``/proc/<pid>/task/<pid>/stat``: the rest is the database
+threads on SQLite, and on both the driver's and the default executor's); on PostgreSQL also
 the CPU of the cluster's processes and its WAL fsyncs (``pg_stat_wal``). A bench-only route
 of each server (in this script's ``--serve`` mode, never in handrail) returns its database
 counters: statements, transactions, write transactions (commits that fsync) and round trips
@@ -490,6 +492,10 @@ class ServerProcess:
     def cpu_s(self) -> float:
         return process_cpu_s(self.pid)
 
+    def loop_cpu_s(self) -> float:
+        """CPU seconds of the server's main thread, the one its event loop runs on."""
+        return process_cpu_s(self.pid, thread=self.pid)
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -505,10 +511,12 @@ class ServerProcess:
         return Path(self.log.name).read_text(errors="replace").count("Traceback")
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of `pid` (all its threads), from /proc/<pid>/stat."""
+def process_cpu_s(pid: int, thread: int | None = None) -> float:
+    """User + system CPU seconds of `pid` (all its threads), from /proc/<pid>/stat; of its
+    thread `thread` alone when given (/proc/<pid>/task/<thread>/stat)."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
+        raw = Path(path).read_text()
     except OSError:
         return 0.0
     fields = raw.rpartition(")")[2].split()
@@ -632,6 +640,7 @@ class Slice:
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
     server_cpu_s: float = 0.0
+    loop_cpu_s: float = 0.0  # the event loop threads' share of server_cpu_s
     per_process_cpu_s: list[float] = field(default_factory=list)
     per_process_cycles: list[int] = field(default_factory=list)  # all_cycles, by process
     db_cpu_s: float | None = None
@@ -726,8 +735,10 @@ async def measure(setup: Setup, clients: int, seconds: float) -> Slice:
         wal_before = await pg_wal_syncs(setup.cluster)
         db_before = children_cpu_s(postmaster_pid(setup.cluster))
     cpu_before = [s.cpu_s() for s in setup.servers]
+    loop_before = sum(s.loop_cpu_s() for s in setup.servers)
     await run_clients(setup.ports, clients, seconds, out)
     cpu_after = [s.cpu_s() for s in setup.servers]
+    out.loop_cpu_s = sum(s.loop_cpu_s() for s in setup.servers) - loop_before
     out.per_process_cpu_s = [a - b for a, b in zip(cpu_after, cpu_before, strict=True)]
     out.server_cpu_s = sum(out.per_process_cpu_s)
     if setup.cluster is not None:
@@ -754,6 +765,7 @@ def merge(slices: Sequence[Slice]) -> Slice:
         out.errors += s.errors
         out.error_samples += s.error_samples
         out.server_cpu_s += s.server_cpu_s
+        out.loop_cpu_s += s.loop_cpu_s
         if not out.per_process_cpu_s:
             out.per_process_cpu_s = [0.0] * len(s.per_process_cpu_s)
         out.per_process_cpu_s = [
@@ -946,8 +958,8 @@ def report(
 ) -> None:
     headers = (
         "clients", "cycles/s", "p50", "p95", "p99", "errors", "CPU ms/cycle",
-        "DB CPU ms/cycle", "commits/cycle", "round trips/cycle", "statements/cycle",
-        "WAL fsyncs/cycle",
+        "loop CPU ms/cycle", "DB CPU ms/cycle", "commits/cycle", "round trips/cycle",
+        "statements/cycle", "WAL fsyncs/cycle",
     )  # fmt: skip
     for setup in setups:
         rows = []
@@ -963,6 +975,7 @@ def report(
                     ms(quantile(lat, 0.99)),
                     str(s.errors),
                     f"{cpu_ms(s):.2f}",
+                    per_cycle(s.loop_cpu_s * 1000, s),
                     per_cycle(None if s.db_cpu_s is None else s.db_cpu_s * 1000, s),
                     per_cycle(s.counters.get("writes"), s),
                     per_cycle(s.counters.get("round_trips"), s),
