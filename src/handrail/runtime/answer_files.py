@@ -1,9 +1,18 @@
 """Loading the files of a `files` answer: the bytes are checked, shown to the model once, and
-never stored with the answer (the stored answer keeps names, types and real sizes only)."""
+never stored with the answer (the stored answer keeps names, types and real sizes only).
+
+So that a process taking the answer's turn over after a crash shows the model the same files,
+the bytes of each data URL are kept as an upload of the history's owner while the turn holds
+its lease (`keep_answer_files`, named in the lease's state, never in a row), read again with
+the answer's uploads (`recovered_answer_files`), and removed once the turn no longer needs
+them (`after_answer`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from ..asks import (
@@ -15,7 +24,7 @@ from ..asks import (
 )
 from ..asks.errors import sort_errors
 from ..asks.files import clean_filename
-from ..errors import InvalidAnswer
+from ..errors import FileNotFound, InvalidAnswer
 from ..store import Store
 from .messages import FilePart
 from .turn import Principal
@@ -83,3 +92,70 @@ async def load_answer_files(
     if errors:
         raise invalid_answer(errors)
     return {"action": "accept", "content": {"files": stored}}, tuple(parts)
+
+
+async def keep_answer_files(
+    store: Store, owner_id: str, stored: dict[str, Any], parts: Sequence[FilePart]
+) -> list[str]:
+    """Keep the bytes of each file of the stored answer `stored` that names no upload (a data
+    URL) as an upload of `owner_id`; their ids, in the answer's order."""
+    kept: list[str] = []
+    if not parts:
+        return kept
+    try:
+        for entry, part in zip(stored["content"]["files"], parts, strict=True):
+            if "fileId" not in entry:
+                record = await store.files.create(
+                    owner_id, part.filename, part.mime_type, part.data
+                )
+                kept.append(record.id)
+    except BaseException:
+        await drop_kept_files(store, kept)
+        raise
+    return kept
+
+
+async def recovered_answer_files(
+    store: Store, stored: dict[str, Any], kept: Sequence[str]
+) -> tuple[FilePart, ...]:
+    """The files of the stored answer `stored` as its answering turn showed them to the model:
+    each upload it names, and each kept copy (`keep_answer_files`) in order. Raises
+    `FileNotFound` when the bytes of one are gone."""
+    copies = iter(kept)
+    parts: list[FilePart] = []
+    for entry in stored["content"]["files"]:
+        file_id = entry["fileId"] if "fileId" in entry else next(copies, None)
+        record = None if file_id is None else await store.files.get(file_id)
+        if record is None:
+            raise FileNotFound(f"The bytes of {entry['filename']!r} are gone.")
+        data = await store.files.read(record)
+        parts.append(FilePart(filename=entry["filename"], mime_type=entry["mimeType"], data=data))
+    return tuple(parts)
+
+
+async def drop_kept_files(store: Store, kept: Sequence[str]) -> None:
+    """Remove the kept copies `kept` (a failure is logged; one gone already is no error)."""
+    for file_id in kept:
+        try:
+            with contextlib.suppress(FileNotFound):
+                await store.files.delete(file_id)
+        except Exception:
+            log.warning("could not remove the kept file %s", file_id, exc_info=True)
+
+
+async def after_answer(
+    store: Store, history_id: str, kept: Sequence[str], work: Awaitable[None]
+) -> None:
+    """Run the answer's `work`, then remove its kept copies unless a lease on the history still
+    names them (the turn did not finish: whoever takes it over reads them). Nothing is removed
+    when `work` raises, since its lease then lapses and the turn is taken over."""
+    await work
+    if not kept:
+        return
+    try:
+        lease = await store.leases.get(history_id)
+    except Exception:
+        log.warning("could not read the turn lease of %s", history_id, exc_info=True)
+        return
+    if lease is None or lease.state.get("keptFiles") != list(kept):
+        await drop_kept_files(store, kept)

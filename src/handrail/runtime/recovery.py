@@ -11,7 +11,8 @@ its leases lapse, and any live process takes the turn over, at most one per leas
   (`Recovery.settle`), and takes it over itself once it lapses, so whatever the stopped turn
   did (an uncertain call, a reply) is known before the new turn starts.
 
-Taking over an answer runs its gate's `recover`: a model ask's answer goes to the model again;
+Taking over an answer runs its gate's `recover`: a model ask's answer goes to the model again
+(a `files` answer with the same files, read again from the blob store: `answer_files.py`);
 a held tool call that may have run is reported ``TOOL_EXECUTION_UNCERTAIN`` instead of being
 run twice (unless the tool is read-only or idempotent); a confirmation never consumed is sent
 once, one consumed is ``uncertain`` at once. When nothing can be done the answer is undone and
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -30,11 +32,11 @@ from typing import TYPE_CHECKING, Final
 
 from .._util import utc_now
 from ..asks import AskSurface, PendingAsk
-from ..connections.instructions import Snapshot
 from ..store import Store, TurnLease, TurnState
-from .gate import Answer, queued_asks
+from .answer_files import after_answer, drop_kept_files, recovered_answer_files
+from .answer_run import answer_run
+from .gate import Answer
 from .instructions import resolve_instructions
-from .messages import messages_from_json
 from .prompting import build_turn_setup
 from .rows import rows_to_messages
 from .steps import TurnRun
@@ -175,6 +177,37 @@ class Recovery:
             current = await self.store.load_turn(history_id)
         return current
 
+    async def _answer(
+        self,
+        run: TurnRun,
+        pending: PendingAsk,
+        answer: Answer,
+        lease: TurnLease,
+        *,
+        recovering: bool,
+    ) -> None:
+        """Carry out a taken-over answer, with the files of a `files` answer as its turn
+        first showed them (read again from the blob store). When they are gone, the answer is
+        undone and the ask is pending again."""
+        runtime = self.runtime
+        kept = [str(k) for k in lease.state.get("keptFiles", [])]
+        if pending.kind == "files" and answer.action == "accept":
+            try:
+                parts = await recovered_answer_files(self.store, answer.envelope, kept)
+            except Exception as exc:
+                log.warning(
+                    "could not read the files of the answer on history %s again",
+                    lease.history_id,
+                    exc_info=True,
+                )
+                if not await runtime._undo_answer(run, pending):
+                    await runtime._fail(run, exc)
+                await drop_kept_files(self.store, kept)
+                return
+            answer = dataclasses.replace(answer, parts=parts)
+        work = runtime._answer_turn(run, pending, answer, recovering=recovering)
+        await after_answer(self.store, lease.history_id, kept, work)
+
     async def resume(self, lease: TurnLease, *, recovering: bool = True) -> Turn | None:
         """Run the rest of a taken-over turn as a new task of this runtime. `recovering`
         False: the lease was handed over by the process that took the answer (forwarded to
@@ -194,26 +227,18 @@ class Recovery:
         if lease.state.get("kind") == "answer":
             pending = PendingAsk.from_json(lease.state["pending"])
             page = runtime.page_tools_of(pending)
-            agent = runtime.with_page_tools(agent, page)
-            # The turn goes on with the connection instructions it started with.
-            setup = build_turn_setup(
-                agent, model, checked, Snapshot.from_json(pending.connection_instructions)
-            )
             answer = Answer(
                 envelope=dict(lease.state["answer"]), scope=lease.state.get("scope", "once")
             )
-            prompt_index = pending.prompt_index if pending.prompt_index is not None else len(rows)
-            replay = rows_to_messages(r.data for r in rows[:prompt_index])
-            run = TurnRun(
-                turn=turn,
-                history=history,
+            run = answer_run(
+                turn,
+                history,
+                rows,
+                pending,
                 principal=principal,
-                agent=agent,
+                agent=runtime.with_page_tools(agent, page),
                 model=model,
-                setup=setup,
-                messages=[*replay, *messages_from_json(pending.response_messages or [])],
-                turn_start=len(replay),
-                prompt_index=prompt_index,
+                surface=checked,
                 log_prompt=json.dumps(answer.envelope, ensure_ascii=False),
                 metadata={
                     "ask": {
@@ -223,9 +248,8 @@ class Recovery:
                 },
                 lease_owner=runtime.owner,
                 page_tools=page,
-                queued=queued_asks(pending),
             )
-            work = runtime._answer_turn(run, pending, answer, recovering=recovering)
+            work = self._answer(run, pending, answer, lease, recovering=recovering)
         else:
             resolved = await resolve_instructions(
                 self.store, agent, principal, history_id=history.id

@@ -28,7 +28,6 @@ from ..asks import ASK_SURFACES, AskSurface, AskValidationError, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..asks.text import cut_text
-from ..connections.instructions import Snapshot
 from ..errors import (
     AlreadyApproved,
     AnswerIdMissing,
@@ -61,7 +60,14 @@ from ..store.records import (
 )
 from .action_calls import ActionCalls
 from .agent import Agent, SourcedSets
-from .answer_files import invalid_answer, load_answer_files
+from .answer_files import (
+    after_answer,
+    drop_kept_files,
+    invalid_answer,
+    keep_answer_files,
+    load_answer_files,
+)
+from .answer_run import answer_run
 from .approvals import (
     ANSWER_VIAS,
     answered_record,
@@ -507,13 +513,6 @@ class Runtime:
             else Principal(user_id=history.owner_id)
         )
         model = self.model_for(agent)
-        # The paused turn resumes with the connection instructions it started with.
-        setup = build_turn_setup(
-            agent, model, surface, Snapshot.from_json(pending.connection_instructions)
-        )
-        prompt_index = pending.prompt_index if pending.prompt_index is not None else len(prior)
-        replay = rows_to_messages(r.data for r in prior[:prompt_index])
-        response_messages = messages_from_json(pending.response_messages or [])
         record = answered_record(
             pending,
             stored,
@@ -538,6 +537,10 @@ class Runtime:
         }
         if forward is not None:
             lease_state["forward"] = forward
+        # A data URL's bytes, kept for a process that takes the turn over (`answer_files.py`).
+        kept = await keep_answer_files(self.store, history.owner_id, stored, parts)
+        if kept:
+            lease_state["keptFiles"] = kept
         resolved = user_ask_resolved(
             history.owner_id,
             history.id,
@@ -553,35 +556,37 @@ class Runtime:
             audit=[record],
             events=[resolved],
         )
-        answered = await compare_and_set(
-            self.store, history.id, lambda _now: answer_change, current=history, attempts=1
-        )
+        try:
+            answered = await compare_and_set(
+                self.store, history.id, lambda _now: answer_change, current=history, attempts=1
+            )
+        except BaseException:
+            await drop_kept_files(self.store, kept)
+            raise
         turn = Turn(history.id, user_id=history.owner_id)
         if forward is not None:
             relay = self.forwarder.relay(turn, answered, pending, envelope["action"], forward)
             self._track(turn, relay)
             return turn
-        run = TurnRun(
-            turn=turn,
-            history=answered,
+        run = answer_run(
+            turn,
+            answered,
+            prior,
+            pending,
             principal=run_principal,
             agent=agent,
             model=model,
-            setup=setup,
-            # The gate adds what the answer gives the model (see _answer_turn).
-            messages=[*replay, *response_messages],
-            turn_start=len(replay),
-            prompt_index=prompt_index,
+            surface=surface,
             log_prompt=json.dumps(stored, ensure_ascii=False),
             metadata={
                 "ask": {**_ask_meta(pending), "action": envelope["action"], "phase": "answered"}
             },
             lease_owner=self.owner,
             page_tools=page,
-            queued=queued_asks(pending),
         )
         answer = Answer(envelope=stored, scope=scope, parts=parts)
-        self._spawn(turn, self._answer_turn(run, pending, answer), leased=True)
+        work = self._answer_turn(run, pending, answer)
+        self._spawn(turn, after_answer(self.store, history.id, kept, work), leased=True)
         return turn
 
     async def _partial_approval(

@@ -1,0 +1,170 @@
+"""A `files` answer whose process stopped after it was committed: the process that takes the
+turn over shows the model the same files, byte for byte, as the answering process would have.
+Uploads are read again; a data URL's bytes, which no row may hold, are kept in the blob store
+(as an upload of the owner) while the answer's turn holds its lease, and removed after."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from handrail.runtime.agent import Agent
+from handrail.runtime.messages import FilePart, ToolResultMessage
+from handrail.runtime.models.base import ModelEvent, ModelRequest
+from handrail.runtime.models.scripted import ScriptedModel
+from handrail.runtime.runtime import Runtime
+from handrail.runtime.turn import Principal, Turn
+from handrail.store import Store
+
+ALICE = Principal(user_id="alice")
+LEASE = 0.4
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+    b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00"
+    b"\x00\x00IEND\xaeB`\x82"
+)
+NOTE = b"Lunch, 2 people\n"
+ASK = "ask_files " + json.dumps({"prompt": "Send the receipts.", "accept": ["image", "text"]})
+
+
+class Recording:
+    """The scripted model, keeping each request; once `armed`, it waits on `release` first."""
+
+    def __init__(self) -> None:
+        self.inner = ScriptedModel()
+        self.requests: list[ModelRequest] = []
+        self.armed = False
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+
+    @property
+    def name(self) -> str:
+        return "recording"
+
+    @property
+    def supports_tools(self) -> bool:
+        return True
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        if self.armed:
+            self.waiting.set()
+            await self.release.wait()
+        async for event in self.inner.stream(request):
+            yield event
+
+    def files_shown(self) -> tuple[object, tuple[FilePart, ...]]:
+        """The files answer's tool result of the last request: its JSON and its files."""
+        [shown] = [
+            (m.content, m.parts)
+            for m in self.requests[-1].messages
+            if isinstance(m, ToolResultMessage) and m.tool_name == "ask_files"
+        ]
+        return shown
+
+
+async def _answered(
+    runtime: Runtime, model: Recording, store: Store
+) -> tuple[Turn, dict[str, Any], str]:
+    """Ask for files, answer with an upload and a data URL, and wait until the answer is
+    committed and the model is about to reply: the answer's turn, the answer, and the id of
+    the data URL's kept copy (named by the lease)."""
+    turn = await runtime.start_prompt(ALICE, ASK)
+    events = [e async for e in turn.stream()]
+    call_id = next(e["ask"]["toolCallId"] for e in events if "ask" in e)
+    upload = await store.files.create("alice", "receipt.png", "image/png", PNG)
+    note_url = "data:text/plain;base64," + base64.b64encode(NOTE).decode()
+    refs = [
+        {"fileId": upload.id, "filename": "receipt.png", "mimeType": "image/png", "size": len(PNG)},
+        {"url": note_url, "filename": "note.txt", "mimeType": "text/plain", "size": len(NOTE)},
+    ]
+    answer = {"toolCallId": call_id, "action": "accept", "content": {"files": refs}}
+    model.armed = True
+    answering = await runtime.start_answer(ALICE, turn.history_id, answer)
+    await model.waiting.wait()
+    lease = await store.leases.get(turn.history_id)
+    assert lease is not None
+    [kept] = lease.state["keptFiles"]
+    # The data URL's bytes are kept outside every row.
+    assert NOTE.decode() not in json.dumps(lease.state)
+    return answering, answer, kept
+
+
+def _dead(runtime: Runtime) -> Runtime:
+    """`runtime` as a process that stopped would be: its leases are never renewed."""
+
+    async def no_heartbeat(history_id: str, **_: object) -> None:
+        await asyncio.Event().wait()
+
+    runtime.recovery.heartbeat = no_heartbeat  # type: ignore[method-assign]
+    return runtime
+
+
+async def test_a_taken_over_files_answer_shows_the_model_the_same_files(store: Store) -> None:
+    model_a, model_b = Recording(), Recording()
+    a = _dead(Runtime(store=store, agents=Agent("ops"), model=model_a, lease_s=LEASE))
+    b = Runtime(store=store, agents=Agent("ops"), model=model_b, lease_s=LEASE)
+    # The answer is committed; A "dies" before the model replies.
+    turn_a, answer, kept = await _answered(a, model_a, store)
+    expected = model_a.files_shown()
+    _, parts = expected
+    assert [(p.filename, p.mime_type, p.data) for p in parts] == [
+        ("receipt.png", "image/png", PNG),
+        ("note.txt", "text/plain", NOTE),
+    ]
+    await asyncio.sleep(LEASE * 1.5)
+    [taken] = await b.recovery.sweep()
+    done = (await taken.result()).to_json()
+    assert model_b.files_shown() == expected
+    assert done["text"].startswith("ask_files returned: ")
+    # Once the turn is over, the kept copy is gone; the person's upload stays.
+    assert await store.files.get(kept) is None
+    [ref, _] = answer["content"]["files"]
+    assert await store.files.get(ref["fileId"]) is not None
+    model_a.release.set()
+    assert "taken over" in (await turn_a.result()).to_json()["error"]
+    assert await store.files.get(kept) is None
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_the_kept_copy_of_a_data_url_goes_when_the_turn_ends(store: Store) -> None:
+    model = Recording()
+    runtime = Runtime(store=store, agents=Agent("ops"), model=model, lease_s=LEASE)
+    turn, _, kept = await _answered(runtime, model, store)
+    record = await store.files.get(kept)
+    assert record is not None
+    assert await store.files.read(record) == NOTE
+    model.release.set()
+    await turn.result()
+    assert await store.leases.get(turn.history_id) is None
+    assert await store.files.get(kept) is None
+    await runtime.aclose()
+
+
+async def test_a_taken_over_files_answer_whose_upload_is_gone_is_pending_again(
+    store: Store,
+) -> None:
+    model_a = Recording()
+    a = _dead(Runtime(store=store, agents=Agent("ops"), model=model_a, lease_s=LEASE))
+    b = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
+    turn_a, answer, kept = await _answered(a, model_a, store)
+    history_id = turn_a.history_id
+    [ref, _] = answer["content"]["files"]
+    await store.files.delete(ref["fileId"])
+    await asyncio.sleep(LEASE * 1.5)
+    [taken] = await b.recovery.sweep()
+    done = (await taken.result()).to_json()
+    assert done["pendingAsk"]["toolCallId"] == answer["toolCallId"]
+    history = await store.histories.get(history_id)
+    assert history is not None
+    assert history.pending_ask is not None
+    assert await store.leases.get(history_id) is None
+    assert await store.files.get(kept) is None
+    model_a.release.set()
+    await turn_a.result()
+    await a.aclose()
+    await b.aclose()
