@@ -19,11 +19,13 @@ two questions (in one round, or one after the other); ``open_page`` asks to open
 a while, then asks (so another call can be open meanwhile). ``needs_page`` refuses its first
 ``times`` calls with the JSON-RPC error -32042 (`UrlElicitationRequiredError`, in both modes)
 listing ``pages`` URL elicitations, and answers the next call with how many calls it took
-(counted in ``TEST_LOG`` when set, so across processes).
+(counted in ``TEST_LOG`` when set, so across processes). ``name_then_page`` (2026-07-28, with
+``TEST_LOG``) asks a name, refuses the first retry that carries it with -32042, and answers the
+next one with the name.
 With ``TEST_LOG`` (a file path) ``elicit`` and ``wait_then_elicit`` append one line per answer
-they heard (``<message>: <action> <content>``), and ``needs_page`` one line per call
-(``needs_page: call <n>``), so a test knows what the server got even when the model did not
-see it.
+they heard (``<message>: <action> <content>``), ``needs_page`` one line per call
+(``needs_page: call <n>``), ``name_then_page`` one per call (``asked``, or what it heard), so
+a test knows what the server got even when the model did not see it.
 ``TEST_STATE_KEY`` (32+ characters) seals the request state under a shared key, so another
 process of this server accepts it; without it the key is this process's own.
 """
@@ -262,6 +264,31 @@ def needs_page(url: str, pages: int = 1, times: int = 1) -> str:
             ]
         )
     return f"signed in after {calls} calls"
+
+
+@server.tool(
+    description="Ask a name, then need a page opened before using it.",
+    annotations=READ_ONLY,
+    structured_output=False,
+)
+async def name_then_page(url: str, ctx: Context) -> str | types.InputRequiredResult:
+    if not _modern(ctx):
+        return "only on 2026-07-28"
+    answers = _answers(ctx, "asked:name")
+    if answers is None:
+        _heard("name_then_page", "asked")
+        return types.InputRequiredResult(
+            input_requests={"q": _form("Your name?", NAME)}, request_state="asked:name"
+        )
+    said = _heard("name_then_page", _said(answers["q"]))
+    log = os.environ.get("TEST_LOG")
+    lines = Path(log).read_text(encoding="utf-8").splitlines() if log else []
+    if sum(line == f"name_then_page: {said}" for line in lines) == 1:
+        message = "Sign in before the name is used."
+        raise UrlElicitationRequiredError(
+            [types.ElicitRequestURLParams(message=message, url=url, elicitation_id="name-1")]
+        )
+    return f"signed in, {said}"
 
 
 @server.tool(description="Never done.", annotations=READ_ONLY, structured_output=False)

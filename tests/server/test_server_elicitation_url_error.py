@@ -154,3 +154,26 @@ async def test_the_consent_is_answered_in_a_new_process(
         assert done.status == 200, done.problem
         assert results(done) == ["signed in after 2 calls"]
     assert calls(log) == ["needs_page: call 1", "needs_page: call 2"]
+
+
+async def test_a_refused_retry_is_sent_again_with_the_answers_it_carried(
+    eapi: Api, listener: _Listener, tmp_path: Path
+) -> None:
+    """2026-07-28: the server asked for a name, then refused the retry that carried it with
+    -32042. Once the person consented, that retry is sent again as it was (the name and the
+    ``requestState``): the person is not asked for the name a second time."""
+    log = tmp_path / "calls.log"
+    await connect(eapi, "2026-07-28", env={"TEST_LOG": str(log)})
+    asked = await eapi.say(call("test_name_then_page", {"url": listener.url}))
+    assert asked.ask["kind"] == "form"
+    name = {"action": "accept", "content": {"values": {"name": "Ada"}}}
+    consent = await eapi.answer(asked.history_id, asked.ask["toolCallId"], name)
+    assert consent.status == 200, consent.problem
+    assert consent.ask["elicitation"] == {"mode": "url", "server": "Test", "url": listener.url}
+    done = await eapi.answer(consent.history_id, consent.ask["toolCallId"], YES)
+    assert done.status == 200, done.problem
+    assert [e for e in done.events if "ask" in e] == []
+    assert results(done) == ['signed in, accept {"name": "Ada"}']
+    heard = ['name_then_page: accept {"name": "Ada"}']
+    assert calls(log) == ["name_then_page: asked", *heard, *heard]
+    assert listener.hits == 0

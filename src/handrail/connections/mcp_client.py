@@ -72,6 +72,7 @@ from .mcp_parked import (
 )
 from .mcp_rounds import (
     INPUT_ROUNDS_MAX,
+    RETRIED,
     URL_REQUIRED,
     next_consent,
     next_key,
@@ -412,7 +413,8 @@ class McpLink:
         self, tool: str, arguments: dict[str, Any], limit: float, state: dict[str, Any]
     ) -> CallOutcome:
         """Send the call, first or again (after a URL-required round): `state` counts the
-        rounds so far (``{round, restarted}``)."""
+        rounds so far (``{round, restarted}``) and, on 2026-07-28, holds the answers and the
+        ``requestState`` of a refused retry to send again."""
         client = await self._client()
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await self._rounds(client, tool, arguments, limit, state)
@@ -439,7 +441,8 @@ class McpLink:
         """Go on with a call that waited on a person, with `answer` (an `ElicitResult` as
         JSON): the same outcomes as `call`. A legacy call not parked here is
         `ParkedCallGone`. A URL-required round (see `mcp_rounds`) asks its next URL, or ends
-        on a decline, or once all are consented to sends the call again as it was."""
+        on a decline, or once all are consented to sends the refused request again as it
+        was."""
         limit = self.call_timeout if timeout is None else timeout
         if resume.get("protocol") == "legacy":
             parked = self._open.get(str(resume.get("parked")))
@@ -458,6 +461,9 @@ class McpLink:
             if next_key(state) is not None:
                 raise next_consent(state, self.name)
             again = {"round": state.get("round"), "restarted": bool(state.get("restarted"))}
+            retry = state.get("retry")
+            if isinstance(retry, Mapping):
+                again = {**{k: retry[k] for k in RETRIED if k in retry}, **again}
             return await self._start(tool, dict(arguments), limit, again)
         client = await self._client()
         return await self._rounds(client, tool, dict(arguments), limit, state)
@@ -596,7 +602,12 @@ class McpLink:
             except _UrlRequired as refused:
                 rounds = int(state.get("round") or 0) + 1
                 again = bool(state.get("restarted"))
-                raise self._url_required(tool, refused.error, rounds, limit, again) from None
+                # A refused retry is sent again with what it carried (see `mcp_rounds`).
+                carried = state.get("order") or state.get("requestState") is not None
+                retry: dict[str, Any] | None = None
+                if carried:
+                    retry = {k: state[k] for k in RETRIED if k in state}
+                raise self._url_required(tool, refused.error, rounds, limit, again, retry) from None
             except _StateRejected:
                 if state.get("restarted"):
                     raise McpCallFailed(
@@ -722,10 +733,17 @@ class McpLink:
         return ElicitationRequest(**request_args(request_json(params), self.name))
 
     def _url_required(
-        self, tool: str, error: types.ErrorData, rounds: int, limit: float, again: bool = False
+        self,
+        tool: str,
+        error: types.ErrorData,
+        rounds: int,
+        limit: float,
+        again: bool = False,
+        retry: dict[str, Any] | None = None,
     ) -> HandrailError:
-        """A call refused with -32042, making round `rounds` of the call (see `mcp_rounds`)."""
-        made = url_consent(error, rounds, server=self.name, tool=tool, restarted=again)
+        """A call refused with -32042, making round `rounds` of the call (see `mcp_rounds`);
+        `retry`: what the refused 2026-07-28 retry carried."""
+        made = url_consent(error, rounds, server=self.name, tool=tool, restarted=again, retry=retry)
         return made or self._failed(tool, MCPError.from_error_data(error), limit)
 
     def _sign_in_lost(self, tool: str) -> McpCallFailed:

@@ -10,10 +10,14 @@ request not answered yet (`next_key`), and retries the call once all are:
 - a URL-required round (``protocol: "url-required"``, `URL_REQUIRED`): the server refused the
   call with the JSON-RPC error -32042 (`URLElicitationRequiredError`, MCP 2025-11-25) listing
   the URL elicitations it needs first. Each is a URL consent ask; once the person consented to
-  all, the retry is the plain call (the same arguments, no responses, no state): the spec lets
-  the client retry "after the user has completed the elicitation", and the person's consent is
-  that say-so. ``notifications/elicitation/complete`` is not waited for (it may reach another
-  process, or never come); a decline or cancel of any of them ends the call, nothing retried.
+  all, the refused request is sent again as it was: the spec lets the client retry it "after
+  the user has completed the elicitation", and the person's consent is that say-so. A refused
+  first call is sent again plain (the same arguments); a refused 2026-07-28 retry again with
+  the ``inputResponses`` and ``requestState`` it carried (kept in the round as ``retry``), so
+  nothing the person answered before is lost or asked twice (a state the server no longer
+  accepts then starts the call over once, as in any round).
+  ``notifications/elicitation/complete`` is not waited for (it may reach another process, or
+  never come); a decline or cancel of any of them ends the call, nothing retried.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from .mcp_outcome import CallOutcome, ElicitationNeeded, McpCallFailed
 
 __all__ = [
     "INPUT_ROUNDS_MAX",
+    "RETRIED",
     "URL_ELICITATIONS_MAX",
     "URL_REQUIRED",
     "next_consent",
@@ -53,6 +58,8 @@ INPUT_ROUNDS_MAX: Final = 10
 URL_REQUIRED: Final = "url-required"
 #: The most URL elicitations one -32042 error may list (each is asked of the person in turn).
 URL_ELICITATIONS_MAX: Final = 10
+#: What a 2026-07-28 retry carried, kept to send it again after a -32042 refusal.
+RETRIED: Final = ("requestState", "requests", "order", "responses")
 
 
 def request_json(params: types.ElicitRequestParams) -> dict[str, Any]:
@@ -100,9 +107,16 @@ def responses_of(state: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def url_round(error: types.ErrorData, rounds: int, *, restarted: bool) -> dict[str, Any] | None:
+def url_round(
+    error: types.ErrorData,
+    rounds: int,
+    *,
+    restarted: bool,
+    retry: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """The URL-required round (numbered `rounds`) of a call refused with -32042, or None when
-    the error lists no URL elicitation handrail can read (then it is a plain refusal)."""
+    the error lists no URL elicitation handrail can read (then it is a plain refusal). `retry`:
+    the 2026-07-28 round whose retry was refused, to send again once consented."""
     try:
         elicitations = UrlElicitationRequiredError.from_error(error).elicitations
     except (ValueError, ValidationError, TypeError, AttributeError):
@@ -112,7 +126,7 @@ def url_round(error: types.ErrorData, rounds: int, *, restarted: bool) -> dict[s
     requests: dict[str, Any] = {}
     for number, params in enumerate(elicitations[: URL_ELICITATIONS_MAX + 1], start=1):
         requests[str(number)] = storable(request_json(params))[0]
-    return {
+    state: dict[str, Any] = {
         "protocol": URL_REQUIRED,
         "round": rounds,
         "restarted": restarted,
@@ -120,17 +134,26 @@ def url_round(error: types.ErrorData, rounds: int, *, restarted: bool) -> dict[s
         "order": list(requests),
         "responses": {},
     }
+    if retry is not None:
+        state["retry"] = dict(retry)
+    return state
 
 
 def url_consent(
-    error: types.ErrorData, rounds: int, *, server: str, tool: str, restarted: bool = False
+    error: types.ErrorData,
+    rounds: int,
+    *,
+    server: str,
+    tool: str,
+    restarted: bool = False,
+    retry: Mapping[str, Any] | None = None,
 ) -> ElicitationNeeded | McpCallFailed | None:
     """A call refused with -32042, making round `rounds` of the call: the first URL to ask
     consent for, why the call ends (too many rounds or pages), or None when the error lists no
-    URL elicitation handrail can read (a plain refusal, then)."""
+    URL elicitation handrail can read (a plain refusal, then). `retry` as in `url_round`."""
     if rounds > INPUT_ROUNDS_MAX:
         return too_many_rounds(server, tool)
-    state = url_round(error, rounds, restarted=restarted)
+    state = url_round(error, rounds, restarted=restarted, retry=retry)
     if state is None:
         return None
     if len(state["order"]) > URL_ELICITATIONS_MAX:
