@@ -8,6 +8,10 @@ This one is a toy with no model, so that it runs anywhere: ``call <tool> <json>`
 (through handrail's gates, like any model's call), a tool result is reported back, anything else
 is answered with how the prompt it would send a model is made. Swap `think` for a real model.
 
+The process gets none of the server's environment but ``HOME``, ``PATH`` and a few more like
+them: a real model's API key goes in the adapter's ``env``, read from the server's environment
+with ``{secret_env: NAME}``, such as ``env: {OPENAI_API_KEY: {secret_env: OPENAI_API_KEY}}``.
+
     agents:
       - name: outside
         instructions: You help with releases.

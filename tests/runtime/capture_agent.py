@@ -1,7 +1,7 @@
 """A process adapter's agent for the tests: it records what it got, then replies.
 
 Each run writes ``<CAPTURE_DIR>/<n>.json``: the step request, the instructions file's path, its
-mode and its content, and the inherited ``HANDRAIL_CONNECTION_INSTRUCTIONS_FILE`` it saw. Then,
+mode and its content, and the whole environment it got (``environ``). Then,
 by ``CAPTURE_MODE``: ``reply`` (the default) answers like the scripted model (``call <tool>
 <json>`` calls the tool; a tool result is reported; anything else gets ``You said: ...``) with
 the session id it was offered, or ``s-<n>``; ``fail`` exits 3; ``garbage`` writes text that is
@@ -29,7 +29,7 @@ capture = {
     "mode": stat.S_IMODE(os.stat(path).st_mode),
     "folderMode": stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode),
     "content": content,
-    "extra": os.environ.get("CAPTURE_EXTRA"),
+    "environ": dict(os.environ),
 }
 (folder / f"{n}.json").write_text(json.dumps(capture), encoding="utf-8")
 mode = os.environ.get("CAPTURE_MODE", "reply")

@@ -6,8 +6,9 @@ instructions file (path, mode, content); the tests check the file is 0600 in a f
 folder that is gone after the step, on success and on failure, and that an inherited path
 never overrides it. Sessions are reused only while the snapshot's digest is the same. Tool
 calls an adapter returns pass the same gates as a model's; a paused turn resumes with its
-snapshot. A bad reply, a non-zero exit, a timeout and an HTTP error fail the turn naming the
-adapter."""
+snapshot. The process gets its configured variables and the MCP SDK's safe few, never the
+server's secrets. A bad reply, a non-zero exit, a timeout and an HTTP error fail the turn naming
+the adapter."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 
 from handrail.connections.instructions import InstructionSource
 from handrail.errors import ConfigError
@@ -167,6 +169,55 @@ async def test_a_real_process_step_with_its_instructions_file(
         "inputSchema": {"type": "object", "properties": {}},
     }
     assert "ask_confirm" in tools
+
+
+async def test_the_process_gets_its_own_environment_never_the_servers_secrets(
+    store: Store, captures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    canaries = {
+        "HANDRAIL_SECRET_KEY": "canary-secret-key",
+        "OPENAI_API_KEY": "canary-provider-key",
+        "HANDRAIL_SMTP_PASSWORD": "canary-smtp",
+    }
+    for name, value in canaries.items():
+        monkeypatch.setenv(name, value)
+    agent = config(
+        {
+            "name": "outside",
+            "instructions": "You help with releases.",
+            "adapter": {
+                "type": "process",
+                "command": sys.executable,
+                "args": [str(CAPTURE_AGENT)],
+                "env": {
+                    "CAPTURE_DIR": str(captures),
+                    "LEVEL": "2",
+                    "AGENT_KEY": {"secret_env": "AGENT_KEY"},
+                },
+            },
+        },
+        env={**os.environ, "AGENT_KEY": "the-agent-s-own"},
+    ).agents[0]
+    runtime = runtime_for(store, agent)
+    assert texts(await events_of(runtime.start_prompt(ALICE, "hello"))) == "You said: hello"
+    environ = captured(captures, 1)["environ"]
+    # Its configured variables (a secret named by secret_env too) and the instructions file.
+    assert environ["CAPTURE_DIR"] == str(captures)
+    assert environ["LEVEL"] == "2"
+    assert environ["AGENT_KEY"] == "the-agent-s-own"
+    assert environ[INSTRUCTIONS_FILE_ENV] == captured(captures, 1)["path"]
+    # None of the server's secrets, by name or by value.
+    assert not set(canaries) & set(environ)
+    assert not set(canaries.values()) & set(environ.values())
+    # Of the server's own, only the MCP SDK's safe few (what a stdio MCP server gets); Python
+    # itself may add LC_CTYPE (PEP 538).
+    assert environ["PATH"] == os.environ["PATH"]
+    inherited = set(environ) - {"CAPTURE_DIR", "LEVEL", "AGENT_KEY", INSTRUCTIONS_FILE_ENV}
+    assert inherited - {"LC_CTYPE"} <= set(DEFAULT_INHERITED_ENV_VARS)
+    # The docs name that list.
+    documented = (ROOT / "docs" / "reference" / "adapters.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in documented for name in DEFAULT_INHERITED_ENV_VARS)
+    await runtime.aclose()
 
 
 async def test_sessions_are_reused_only_while_the_digest_is_the_same(
@@ -451,6 +502,11 @@ def test_adapters_from_the_configuration() -> None:
             {"type": "process", "command": "x", "env": {INSTRUCTIONS_FILE_ENV: "/tmp/mine"}},
             f"agents[0].adapter.env.{INSTRUCTIONS_FILE_ENV}: the server sets",
         ),
+        (
+            {"type": "process", "command": "x", "env": {"KEY": {"secret_env": "NOPE"}}},
+            "agents[0].adapter.env.KEY.secret_env: the environment variable NOPE is not set",
+        ),
+        ({"type": "process", "command": "x", "env": {"N": 1}}, "agents[0].adapter.env.N: must"),
         ({"type": "http", "url": "ftp://x"}, "agents[0].adapter.url: required"),
         (
             {"type": "http", "url": "http://x", "headers": {"A": {"secret_env": "NOPE"}}},

@@ -52,6 +52,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .._util import new_id, storable_text
 from ..errors import HandrailError
 from .catalog import McpLaunch
+from .child_env import child_environment
 from .elicitation import ElicitationRequest
 from .mcp_outcome import (
     IMAGE_MAX_BYTES,
@@ -339,7 +340,7 @@ class McpLink:
             from mcp.client.stdio import stdio_client
 
             params = StdioServerParameters(
-                command=launch.command, args=list(launch.args), env=dict(launch.env) or None
+                command=launch.command, args=list(launch.args), env=child_environment(launch.env)
             )
             return stdio_client(params, errlog=cast(Any, errlog.writer))
         from mcp.client.streamable_http import streamable_http_client

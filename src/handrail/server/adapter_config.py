@@ -4,8 +4,8 @@ own instead of a model (`handrail.runtime.models.adapters`).
     agents:
       - name: outside
         instructions: You help with releases.
-        adapter: {type: process, command: python, args: [agent.py], env: {LEVEL: "2"},
-                  timeout_s: 60}
+        adapter: {type: process, command: python, args: [agent.py], timeout_s: 60,
+                  env: {LEVEL: "2", OPENAI_API_KEY: {secret_env: OPENAI_API_KEY}}}
       - name: remote
         adapter:
           type: http
@@ -14,9 +14,11 @@ own instead of a model (`handrail.runtime.models.adapters`).
           payload_template: {model: small}
           timeout_s: 30
 
-A header's value is text, or ``{secret_env: NAME, prefix?}``: the value of the environment
-variable ``NAME`` (required to be set), after `prefix`. ``HANDRAIL_CONNECTION_INSTRUCTIONS_FILE``
-in ``env`` is refused: the server sets it.
+A header's value, and a value in a process's ``env``, is text, or ``{secret_env: NAME,
+prefix?}``: the value of the server's environment variable ``NAME`` (required to be set), after
+`prefix`. The process gets no other variable of the server's environment but the few that are
+safe (``HOME``, ``PATH``...; `handrail.connections.child_env`), so a secret it needs is named
+here. ``HANDRAIL_CONNECTION_INSTRUCTIONS_FILE`` in ``env`` is refused: the server sets it.
 """
 
 from __future__ import annotations
@@ -72,9 +74,11 @@ def adapter_from_config(value: Any, path: str, agent: str, env: Mapping[str, str
                 raise ConfigError(
                     f"{where}: the server sets {INSTRUCTIONS_FILE_ENV} for every step; drop it"
                 )
-            if not isinstance(one, str):
-                raise ConfigError(f'{where}: must be text; quote it, such as "1"')
-            checked[name] = one
+            if not isinstance(one, str | Mapping):
+                raise ConfigError(
+                    f'{where}: must be text (quote it, such as "1") or {{secret_env: NAME}}'
+                )
+            checked[name] = _text_or_secret(one, where, env)
         return ProcessAdapter(
             agent=agent, command=command.strip(), args=args, env=checked, timeout_s=timeout
         )
@@ -90,7 +94,7 @@ def adapter_from_config(value: Any, path: str, agent: str, env: Mapping[str, str
         where = f"{path}.headers.{name}"
         if not isinstance(name, str) or not _HEADER_NAME.match(name):
             raise ConfigError(f"{where}: not a header name")
-        sent[name] = _header_value(one, where, env)
+        sent[name] = _text_or_secret(one, where, env)
     template = value.get("payload_template", {})
     if not isinstance(template, Mapping):
         raise ConfigError(f"{path}.payload_template: must be a mapping (a JSON object)")
@@ -117,7 +121,8 @@ def _timeout(value: Any, path: str) -> float:
     return float(value)
 
 
-def _header_value(value: Any, path: str, env: Mapping[str, str]) -> str:
+def _text_or_secret(value: Any, path: str, env: Mapping[str, str]) -> str:
+    """A header's or a process variable's value: text, or ``{secret_env: NAME, prefix?}``."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping) and "secret_env" in value:
@@ -131,7 +136,7 @@ def _header_value(value: Any, path: str, env: Mapping[str, str]) -> str:
         if not secret:
             raise ConfigError(
                 f"{path}.secret_env: the environment variable {name} is not set; set it to "
-                "the header's secret"
+                "the secret"
             )
         prefix = value.get("prefix", "")
         if not isinstance(prefix, str):

@@ -24,7 +24,9 @@ process (the messages carry the whole conversation either way).
 - `ProcessAdapter` runs a command per step: the request on stdin, the reply on stdout, and
   ``HANDRAIL_CONNECTION_INSTRUCTIONS_FILE`` naming a JSON file of the snapshot (empty when none
   applies), mode 0600 in a fresh temporary folder that is removed when the step ends, however
-  it ends; a path set in the configuration or the inherited environment never overrides it.
+  it ends; a path set in the configuration or the server's environment never overrides it. The
+  process gets only a few of the server's environment variables (``HOME``, ``PATH``...), as a
+  stdio MCP server does, then its configured ``env``: never the server's secrets.
 
 A reply that is not that shape, an HTTP error, a non-zero exit or a timeout fails the turn with
 an `AdapterError` naming the adapter and the way forward, never a traceback.
@@ -48,6 +50,7 @@ from typing import Any, Final
 
 import httpx
 
+from ...connections.child_env import child_environment
 from ...connections.instructions import Snapshot
 from ..messages import ToolCall, messages_to_json
 from .base import (
@@ -328,9 +331,10 @@ class HttpAdapter(_Adapter):
 class ProcessAdapter(_Adapter):
     """Runs ``command args...`` once per step: the step request on stdin, the reply on stdout.
 
-    The process gets the server's environment, then `env`, then
-    ``HANDRAIL_CONNECTION_INSTRUCTIONS_FILE``, which nothing overrides. Its stderr goes to the
-    ``handrail.adapters`` log."""
+    The process does not get the server's environment (it holds secrets the process did not ask
+    for): only what a stdio MCP server gets (`child_environment`: ``HOME``, ``PATH`` and a few
+    more), then `env`, then ``HANDRAIL_CONNECTION_INSTRUCTIONS_FILE``, which nothing overrides.
+    Its stderr goes to the ``handrail.adapters`` log."""
 
     def __init__(
         self,
@@ -362,7 +366,7 @@ class ProcessAdapter(_Adapter):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as file:
                 file.write(content)
-            env = {**os.environ, **self._env, INSTRUCTIONS_FILE_ENV: path}
+            env = {**child_environment(self._env), INSTRUCTIONS_FILE_ENV: path}
             return await self._run(json.dumps(body, ensure_ascii=False).encode("utf-8"), env)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
