@@ -102,18 +102,27 @@ def test_an_answer_in_one_tab_shows_in_the_others_at_once(
         other_context.close()
 
 
-def test_a_second_user_sees_nothing_of_it(app: App, second_tab: App) -> None:
+def test_a_second_user_sees_nothing_of_it(
+    app: App, second_tab: App, demo_server: DemoServer
+) -> None:
     second_tab.sign_in_as("alice", "/inbox")
     _live(second_tab.page)
     _loaded(second_tab.page)  # earlier tests' asks are listed before counting
     items_before = second_tab.page.locator(".inbox-item").count()
     app.sign_in_as("bob")
     history_id = _ask(app, "Only bob's")
+    # Then an ask of alice's own. Her stream is in order, so once her page lists it, an event
+    # of bob's that reached her page would have been shown already (no fixed wait).
+    own = demo_server.ask("alice", command("ask_confirm", {**CONFIRM, "title": "Alice's own"}))
+    listed = second_tab.page.locator(f'.inbox-item[data-history-id="{own["historyId"]}"]')
+    expect(listed).to_be_visible(timeout=AT_ONCE_MS)
     expect(second_tab.page.locator(f'[data-history-id="{history_id}"]')).to_have_count(0)
-    # alice's page got no event: nothing reloaded, nothing new listed.
-    second_tab.page.wait_for_timeout(500)
-    assert second_tab.page.locator(".inbox-item").count() == items_before
+    assert second_tab.page.locator(".inbox-item").count() == items_before + 1
     app.card(kind="confirm").click("Keep it")
+    with demo_server.api("alice") as api:
+        no = {"action": "accept", "content": {"confirmed": False}}
+        answer = {"askResponse": {"toolCallId": own["pendingAsk"]["toolCallId"], **no}}
+        api.post(f"/histories/{own['historyId']}/turn", json=answer).raise_for_status()
 
 
 def test_sign_out_in_one_tab_signs_out_every_tab(app: App) -> None:
@@ -182,8 +191,10 @@ def test_notifications_are_opt_in_and_open_the_conversation(
     expect(toggle).to_be_visible()
 
     asker = App(page=context.new_page(), base_url=app.base_url)
-    _ask(asker, "Before opting in")
-    app.page.wait_for_timeout(300)
+    before = _ask(asker, "Before opting in")
+    # The inbox lists it after a read the event started, so the event was handled by then.
+    listed = app.page.locator(f'.inbox-item[data-history-id="{before}"]')
+    expect(listed).to_be_visible(timeout=AT_ONCE_MS)
     assert app.page.evaluate("window.__shown.length") == 0  # off until the person opts in
 
     toggle.click()
