@@ -166,3 +166,18 @@ async def test_a_json_response_goes_out_in_one_write_and_a_stream_s_head_at_once
         assert answer.startswith(b"HTTP/1.1 200 ")
         assert RecordingProtocol.writes[0].endswith(b"\r\n\r\n")
         assert b"ready" not in RecordingProtocol.writes[0]
+
+
+def test_a_success_body_is_the_response_starlette_makes() -> None:
+    from handrail.server.problems import _JsonResponse
+
+    content = {"data": {"title": "Café ✓", "n": [1, 2.5, None, True]}, "requestId": "r"}
+    for status in (200, 201, 204, 304):
+        made = _JsonResponse.of(content, status)
+        general = _JsonResponse(content, status)
+        assert made.status_code == general.status_code == status
+        assert made.body == general.body
+        assert made.raw_headers == general.raw_headers
+        assert made.background is general.background is None
+        assert made.media_type == general.media_type
+        assert dict(made.headers) == dict(general.headers)

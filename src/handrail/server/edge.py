@@ -14,6 +14,10 @@ closes uploaded files), with one wrapper around `send`:
   ``Internal Server Error`` that says nothing of the exception (when a response had already
   started, the response ends where it is).
 
+It finds the route through the router's `RouteIndex` (the route the router would pick, without
+trying every route), and opens the stack that closes uploaded files only for a route that runs
+FastAPI's handler: a lean route (below) takes no files.
+
 `EdgeRoute` is the route class of the app's router. A route whose endpoint takes only the
 request, dependencies that take only the request (the caller, `auth.Caller`) and plain text
 path parameters, and returns a `Response`, runs without FastAPI's request handler: the same
@@ -42,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._util import new_uuid4
 from .bodies import unstorable_text, url_text_problems
+from .dispatch import RouteIndex
 from .problems import REQUEST_ID_HEADER, problem_response
 
 __all__ = ["Edge", "EdgeRoute", "HandrailAPI"]
@@ -58,6 +63,7 @@ class Edge:
 
     def __init__(self, app: ASGIApp, handlers: Mapping[Any, Handler]) -> None:
         self.app = app
+        self._index = app if isinstance(app, RouteIndex) else None
         self._by_status = {k: v for k, v in handlers.items() if isinstance(k, int)}
         self._by_type = {k: v for k, v in handlers.items() if not isinstance(k, int)}
         # What Starlette's exception middleware leaves in the scope for the routes that handle
@@ -86,18 +92,27 @@ class Edge:
                 message["headers"] = headers
             await send(message)
 
-        problems = url_text_problems(scope)
-        if problems:
-            problem = unstorable_text(problems).to_problem()
+        if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
+            problem = unstorable_text(url_text_problems(scope)).to_problem()
             await problem_response(scope, problem)(scope, receive, send_with_id)
             return
         scope["starlette.exception_handlers"] = self._in_scope
         try:
             try:
-                # Uploaded files are closed when the route is done (FastAPI's file stack).
-                async with AsyncExitStack() as files:
-                    scope["fastapi_middleware_astack"] = files
-                    await self.app(scope, receive, send_with_id)
+                index = self._index
+                found = index.find(scope) if index is not None else None
+                if index is not None and found is not None and _runs_lean(found[0]):
+                    # A lean route takes no uploaded files: it needs no file stack. Its
+                    # `handle` is `APIRoute`'s, which only calls its app once the index found it.
+                    await index.handle(found, scope, receive, send_with_id, direct=True)
+                else:
+                    # Uploaded files are closed when the route is done (FastAPI's file stack).
+                    async with AsyncExitStack() as files:
+                        scope["fastapi_middleware_astack"] = files
+                        if index is not None and found is not None:
+                            await index.handle(found, scope, receive, send_with_id)
+                        else:
+                            await self.app(scope, receive, send_with_id)
             except Exception as exc:
                 handler = self._handler(exc)
                 if handler is None or started:
@@ -150,7 +165,8 @@ class HandrailAPI(FastAPI):
             for key, value in self.exception_handlers.items()
             if key not in (500, Exception)  # the edge answers those itself
         }
-        app: ASGIApp = Edge(self.router, handlers)
+        # The routes are found through an index (`RouteIndex`), as the router would find them.
+        app: ASGIApp = Edge(RouteIndex(self.router), handlers)
         middleware: list[Middleware] = list(self.user_middleware)
         for cls, args, kwargs in reversed(middleware):
             app = cls(app, *args, **kwargs)
@@ -250,14 +266,27 @@ def _lean_plan(route: APIRoute) -> _Plan | None:
     return _Plan(endpoint, dependant.request_param_name, tuple(dependencies), tuple(path))
 
 
+def _runs_lean(route: object) -> bool:
+    return isinstance(route, EdgeRoute) and route.runs_lean()
+
+
 class EdgeRoute(APIRoute):
     """An `APIRoute` that calls a lean endpoint directly (see the module docstring)."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
         plan = _lean_plan(self)
+        self._lean = plan is not None
         if plan is not None:
             self.app = self._lean_app(plan, self.app)
+
+    def runs_lean(self) -> bool:
+        """Whether a request now runs the endpoint directly (not FastAPI's handler, as it does
+        while the app has dependency overrides): it then needs no file stack."""
+        overrides = self.dependency_overrides_provider
+        return self._lean and not (
+            overrides is not None and getattr(overrides, "dependency_overrides", None)
+        )
 
     def _lean_app(self, plan: _Plan, handled: ASGIApp) -> ASGIApp:
         overrides = self.dependency_overrides_provider

@@ -95,8 +95,8 @@ async def _history_body(request: Request, *, create: bool) -> dict[str, Any]:
     or ``HistoryUpdate`` schema. Read-only fields are dropped; any other field is a 400. An
     agent that is not one of the agents is left to the runtime (``Unknown agent``)."""
     data = await read_json(request, invalid=lambda message: _invalid({"body": message}))
-    if data is NO_BODY:
-        return {}
+    if data is NO_BODY or (type(data) is dict and not data):
+        return {}  # nothing to check: the schema requires no field
     agents = tuple(sorted(runtime_of(request).agents))
     check = body_check("HistoryCreate" if create else "HistoryUpdate", agents)
     fields = {

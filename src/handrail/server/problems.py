@@ -188,6 +188,25 @@ class _JsonResponse(JSONResponse):
     def render(self, content: Any) -> bytes:
         return _RESPONSE_JSON(content).encode("utf-8")
 
+    @classmethod
+    def of(cls, content: Any, status_code: int) -> _JsonResponse:
+        """``cls(content, status_code)``, the same status, body and headers, without the
+        general constructor's steps for headers given, a media type and a background task."""
+        response = cls.__new__(cls)
+        body = _RESPONSE_JSON(content).encode("utf-8")
+        response.status_code = status_code
+        response.background = None
+        response.body = body
+        if status_code < 200 or status_code in (204, 304):
+            response.raw_headers = [_JSON_TYPE]
+        else:
+            length = (b"content-length", str(len(body)).encode("latin-1"))
+            response.raw_headers = [length, _JSON_TYPE]
+        return response
+
+
+_JSON_TYPE: Final = (b"content-type", b"application/json")
+
 
 _RESPONSE_JSON: Final = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
@@ -196,7 +215,7 @@ _RESPONSE_JSON: Final = json.JSONEncoder(
 
 def ok(request: Request, data: Any, *, status_code: int = 200) -> JSONResponse:
     """A success body: ``{data, requestId}``."""
-    return _JsonResponse({"data": data, "requestId": request_id_of(request)}, status_code)
+    return _JsonResponse.of({"data": data, "requestId": request_id_of(request)}, status_code)
 
 
 def problem_response(
