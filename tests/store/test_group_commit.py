@@ -16,27 +16,30 @@ from sqlalchemy import Connection, event, text
 from sqlalchemy.exc import IntegrityError
 
 from handrail.store import Database
-from handrail.store.threads import GROUP_COMMIT_MAX
+from handrail.store.threads import GROUP_COMMIT_MAX, settle, settle_all
 
 WRITERS = 12
 
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[tuple[Database, list[str]]]:
-    """A SQLite database at FULL with a table `t`, and the SQL of every transaction start
-    (``BEGIN`` or ``BEGIN IMMEDIATE``) and commit its connections make from now on."""
+    """A SQLite database at FULL with a table `t`, and every transaction start (``BEGIN`` or
+    ``BEGIN IMMEDIATE``, as ``BEGIN``) and commit its connections make from now on (the
+    statements SQLite runs: the store begins and commits on the driver)."""
     database = Database(f"sqlite:///{tmp_path / 'g.db'}", synchronous="FULL")
-    await database.write(_create)
     seen: list[str] = []
+    counting = False
 
-    @event.listens_for(database.engine, "commit")
-    def on_commit(connection: Connection) -> None:
-        seen.append("COMMIT")
+    def trace(statement: str) -> None:
+        if counting and statement.startswith(("BEGIN", "COMMIT")):
+            seen.append(statement.split()[0])
 
-    @event.listens_for(database.engine, "begin")
-    def on_begin(connection: Connection) -> None:
-        seen.append("BEGIN")
+    @event.listens_for(database.engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(trace)
 
+    await database.write(_create)
+    counting = True
     try:
         yield database, seen
     finally:
@@ -157,3 +160,55 @@ async def test_reads_go_on_while_the_writer_is_busy(db: tuple[Database, list[str
     assert await asyncio.wait_for(database.read(_rows), 10) == {}
     go.set()
     assert await first == "waited"
+
+
+async def test_a_group_is_answered_with_one_wake_up_of_the_loop(
+    db: tuple[Database, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database, _ = db
+    loop = asyncio.get_running_loop()
+    calls: list[Any] = []
+    original = loop.call_soon_threadsafe
+
+    def counted(callback: Any, *args: Any) -> Any:
+        calls.append(callback)
+        return original(callback, *args)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    results = await _queued(
+        database, (_insert, 1, "a"), (_insert_then_fail, 2), (_insert, 3, "c"), (_insert, 4, "d")
+    )
+    # Each caller gets its own outcome, in order, from one callback for the whole group (and
+    # one for the held write before it).
+    assert results[0] == 1
+    assert isinstance(results[1], ValueError)
+    assert results[2:] == [3, 4]
+    assert [c.__name__ for c in calls if c in (settle, settle_all)] == ["settle", "settle_all"]
+
+
+def _in_transaction(connection: Connection) -> tuple[bool, bool]:
+    """Whether SQLAlchemy and SQLite each see a transaction (the store begins on the driver)."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    return connection.in_transaction(), driver.in_transaction
+
+
+async def test_a_write_alone_commits_or_rolls_back_what_its_statements_did(
+    db: tuple[Database, list[str]],
+) -> None:
+    database, seen = db
+    # SQLite's transaction is open before the first statement; SQLAlchemy's joins it.
+    assert await database.write(_in_transaction) == (False, True)
+    with pytest.raises(ValueError, match="failed after its insert"):
+        await database.write(_insert_then_fail, 1)
+    with pytest.raises(IntegrityError):
+        await database.write(_insert_twice, 2)
+    assert await database.write(_insert, 3, "c") == 3
+    assert await database.read(_rows) == {3: "c"}
+    assert await database.read(_in_transaction) == (False, True)
+    assert seen.count("BEGIN") == seen.count("COMMIT") + 2  # the two rolled back
+
+
+def _insert_twice(connection: Connection, key: int) -> None:
+    _insert(connection, key, "once")
+    _insert(connection, key, "twice")

@@ -113,8 +113,11 @@ _BUSY_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 #: The key of `Connection.info` that marks a `quick_snapshot`'s connection.
 _HERE: Final = "handrail_here"
 
-#: The savepoint each write of a group runs in.
+#: The savepoint each write of a group runs in, and the statements that use it.
 _SAVEPOINT: Final = "handrail_write"
+_SAVE: Final = f"SAVEPOINT {_SAVEPOINT}"
+_UNDO: Final = f"ROLLBACK TO {_SAVEPOINT}"
+_RELEASE: Final = f"RELEASE {_SAVEPOINT}"
 
 #: The name of handrail's engines in SQLAlchemy's logs: they log to
 #: ``sqlalchemy.engine.Engine.handrail``.
@@ -166,6 +169,10 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def _upgrade_to_head(connection: Connection) -> None:
+    if not connection.in_transaction():
+        # SQLite: the store began the transaction on the driver; SQLAlchemy's joins it, so
+        # that Alembic sees one and commits nothing of its own (the store commits it).
+        connection.begin()
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
     command.upgrade(alembic_config(connection), "head")
@@ -289,6 +296,28 @@ def check_here(connection: Connection, rows: int) -> None:
         raise NotHere
 
 
+def _commit(connection: Connection, driver: sqlite3.Connection) -> None:
+    """Commit the transaction `Database._begin` began on `connection` (through SQLAlchemy
+    when its own transaction joined it); rolled back when the commit fails."""
+    try:
+        if connection.in_transaction():
+            connection.commit()
+        else:
+            driver.commit()
+    except BaseException:
+        _roll_back(connection, driver)
+        raise
+
+
+def _roll_back(connection: Connection, driver: sqlite3.Connection) -> None:
+    """Roll back the transaction `Database._begin` began on `connection` (a no-op when SQLite
+    rolled it back already)."""
+    if connection.in_transaction():
+        connection.rollback()
+    else:
+        driver.rollback()
+
+
 def _busy(error: BaseException) -> bool:
     """Whether `error` (or the ``sqlite3`` error SQLAlchemy wrapped in it) is SQLite's "the
     database is locked" or "busy"."""
@@ -323,15 +352,18 @@ class Database:
             "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
         )
         self._executor: Workers | None = None
+        # With ``echo``, SQLite transactions begin and end through SQLAlchemy, so that its
+        # log shows them; otherwise straight on the driver (see `_begin`).
+        self._echo = echo
         self._writer: Writer | None = None
         # Each SQLite worker thread keeps its own connection (no pool checkout per transaction).
         self._local = threading.local()
         self._kept: list[Connection] = []
         self._kept_lock = threading.Lock()
-        # The connection `quick_snapshot` reads on, and the thread of the event loop that uses
-        # it: the first that asked (opened on a reader thread: opening may wait for a lock).
-        # One, so that the pool holds it beside the threads' own.
-        self._here: tuple[int, Connection] | None = None
+        # The connection `quick_snapshot` reads on (and its driver's), and the thread of the
+        # event loop that uses it: the first that asked (opened on a reader thread: opening
+        # may wait for a lock). One, so that the pool holds it beside the threads' own.
+        self._here: tuple[int, Connection, sqlite3.Connection] | None = None
         self._here_lock = threading.Lock()
         self.engine: Engine | AsyncEngine
         #: PostgreSQL: the connections kept between transactions and autocommit work.
@@ -414,10 +446,12 @@ class Database:
         @event.listens_for(engine, "begin")
         def on_begin(connection: Connection) -> None:
             # Straight on the driver: SQLAlchemy's execution machinery costs more than BEGIN.
-            writes = getattr(local, "writes", False)
+            # Inside a transaction the store began on the driver (`Database._begin`),
+            # SQLAlchemy's own (begun by a `Connection.execute`) joins it.
             driver = connection.connection.driver_connection
-            assert driver is not None
-            driver.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+            assert isinstance(driver, sqlite3.Connection)
+            if not driver.in_transaction:
+                driver.execute("BEGIN IMMEDIATE" if getattr(local, "writes", False) else "BEGIN")
 
         return engine
 
@@ -447,23 +481,57 @@ class Database:
             without_values(exc)
             raise
 
-    def _connection(self) -> Connection:
-        """This SQLite thread's own connection."""
-        connection: Connection | None = getattr(self._local, "connection", None)
+    def _connection(self) -> tuple[Connection, sqlite3.Connection]:
+        """This SQLite thread's own connection, and its driver's."""
+        local = self._local
+        connection: Connection | None = getattr(local, "connection", None)
         if connection is None or connection.closed or connection.invalidated:
             assert isinstance(self.engine, Engine)
             connection = self.engine.connect()
-            self._local.connection = connection
+            driver = connection.connection.driver_connection
+            assert isinstance(driver, sqlite3.Connection)
+            local.connection, local.driver = connection, driver
             with self._kept_lock:
                 self._kept.append(connection)
-        return connection
+        return connection, local.driver
+
+    def _begin(self, connection: Connection, driver: sqlite3.Connection, writes: bool) -> None:
+        """Begin a transaction on `connection`: ``BEGIN IMMEDIATE`` for `writes`, else
+        ``BEGIN``, straight on the driver (SQLAlchemy's `Transaction` and its events cost
+        more than the statement; a `Connection.execute` inside then begins SQLAlchemy's,
+        which joins it, see `on_begin`), or with ``echo`` through SQLAlchemy, whose log then
+        shows it. End it with `_commit` or `_roll_back`."""
+        if driver.in_transaction:  # left open by a rollback that failed: never committed
+            _roll_back(connection, driver)
+        if self._echo:
+            self._local.writes = writes  # read by `on_begin`
+            connection.begin()
+        else:
+            driver.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
 
     def _in_transaction(self, writes: bool, work: Callable[..., T], args: tuple[Any, ...]) -> T:
         """On a SQLite thread: `work` in a transaction on the thread's own connection."""
-        connection = self._connection()
-        self._local.writes = writes  # read by `on_begin`
-        with connection.begin():
-            return work(connection, *args)
+        connection, driver = self._connection()
+        return self._transaction(connection, driver, writes, work, args)
+
+    def _transaction(
+        self,
+        connection: Connection,
+        driver: sqlite3.Connection,
+        writes: bool,
+        work: Callable[..., T],
+        args: tuple[Any, ...],
+    ) -> T:
+        """`work` in a transaction on `connection`: committed when it returns, rolled back
+        when it raises."""
+        self._begin(connection, driver, writes)
+        try:
+            result = work(connection, *args)
+        except BaseException:
+            _roll_back(connection, driver)
+            raise
+        _commit(connection, driver)
+        return result
 
     def _write_alone(self, work: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
         try:
@@ -477,10 +545,10 @@ class Database:
         """On the writer thread, between its commits: a `quick_snapshot`'s read, in a read
         transaction of the writer's connection; its (result, error), `_ELSEWHERE` for a read
         that found more than it should read there (`check_here`)."""
-        connection = self._connection()
+        connection, driver = self._connection()
         connection.info[_HERE] = True
         try:
-            return self._in_transaction(False, work, args), None
+            return self._transaction(connection, driver, False, work, args), None
         except NotHere:
             return _ELSEWHERE, None
         except BaseException as exc:  # handed to the caller, never lost
@@ -496,26 +564,28 @@ class Database:
         a whole fails, each write runs again in a transaction of its own."""
         if len(group) == 1:
             return [self._write_alone(*group[0])]
-        connection = self._connection()
-        self._local.writes = True
+        connection, driver = self._connection()
         outcomes: list[tuple[Any, BaseException | None]] = []
         try:
-            with connection.begin():
-                driver = connection.connection.driver_connection
-                assert isinstance(driver, sqlite3.Connection)
+            self._begin(connection, driver, True)
+            try:
                 for work, args in group:
-                    driver.execute(f"SAVEPOINT {_SAVEPOINT}")
+                    driver.execute(_SAVE)
                     try:
                         result = work(connection, *args)
                     except Exception as exc:
                         if not driver.in_transaction:
                             raise  # SQLite rolled the whole transaction back
-                        driver.execute(f"ROLLBACK TO {_SAVEPOINT}")
-                        driver.execute(f"RELEASE {_SAVEPOINT}")
+                        driver.execute(_UNDO)
+                        driver.execute(_RELEASE)
                         outcomes.append((None, exc))
                     else:
-                        driver.execute(f"RELEASE {_SAVEPOINT}")
+                        driver.execute(_RELEASE)
                         outcomes.append((result, None))
+            except BaseException:
+                _roll_back(connection, driver)
+                raise
+            _commit(connection, driver)
         except Exception:
             return [self._write_alone(work, args) for work, args in group]
         return outcomes
@@ -571,13 +641,11 @@ class Database:
         here = self._here
         if here is None or here[1].invalidated:
             return await self._run(self.engine, False, self._open_here, (loop_thread, bound, args))
-        owner, connection = here
+        owner, connection, driver = here
         if owner != loop_thread:  # another event loop's thread: the database has one for one
             return await self._run(self._snapshot, False, bound, args)
         try:
-            self._local.writes = False  # read by `on_begin`
-            with connection.begin():
-                return bound(connection, *args)
+            return self._transaction(connection, driver, False, bound, args)
         except NotHere:
             pass
         except Exception as exc:
@@ -614,7 +682,7 @@ class Database:
                 if here is not None:
                     with contextlib.suppress(Exception):
                         here[1].close()
-                self._here = (loop_thread, opened)
+                self._here = (loop_thread, opened, driver)
         return work(connection, *args)
 
     async def write(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

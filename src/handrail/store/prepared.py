@@ -3,13 +3,14 @@
 A `Prepared` statement is a SQLAlchemy Core statement whose parameters are all bound by name.
 It is compiled once per dialect, with SQLAlchemy's own bind and result processors (so a value is
 stored and read back exactly as `Connection.execute` would). It then runs straight on the
-driver inside the transaction SQLAlchemy began: on a ``sqlite3`` cursor (on the store's worker
-thread), or on PostgreSQL on the asyncpg connection itself, with asyncpg's own prepared
-statements (the transaction begun first, as SQLAlchemy's asyncpg adapter does before its first
-statement; its errors raised as SQLAlchemy's; a batch that is its transaction's one statement,
-see `batched`, runs with no BEGIN). SQLAlchemy's per-execution work (cache key, execution
-context, events, result objects) costs several times what the database itself takes
-for these short statements. Other drivers go through `Connection.execute`.
+driver inside the transaction the store began: on a ``sqlite3`` cursor (on the store's worker
+thread, in the transaction `handrail.store.db` began on the driver itself), or on PostgreSQL
+on the asyncpg connection itself, with asyncpg's own prepared statements (the transaction
+begun first, as SQLAlchemy's asyncpg adapter does before its first statement; its errors
+raised as SQLAlchemy's; a batch that is its transaction's one statement, see `batched`, runs
+with no BEGIN). SQLAlchemy's per-execution work (cache key, execution context, events, result
+objects) costs several times what the database itself takes for these short statements. Other
+drivers go through `Connection.execute`.
 
 Rows come back as plain dicts (column name to value) on both paths. SQLAlchemy's statement
 events do not see the direct path, so an engine made with ``echo=True`` (`Database(echo=True)`)
@@ -591,7 +592,7 @@ class Prepared:
         return plan
 
     def _cursor(self, connection: Connection) -> Any:
-        """A DBAPI cursor inside the transaction SQLAlchemy began: ``sqlite3``'s own, or (for
+        """A DBAPI cursor inside the transaction the store began: ``sqlite3``'s own, or (for
         `run`'s lists) SQLAlchemy's asyncpg adapter's (which starts the transaction on its
         first statement, as `Connection.execute` would)."""
         if connection.dialect.driver == "pysqlite":

@@ -164,11 +164,20 @@ class Writer:
                 self._answer(reads, [self._run_read(f, args) for _, _, f, args, *_ in reads])
 
     def _answer(self, jobs: list[Any], outcomes: list[tuple[Any, Any]]) -> None:
+        """Settle the futures of `jobs` with their `outcomes`, in order: one
+        ``call_soon_threadsafe`` per event loop for all of them (each is a write to the loop's
+        wake-up file descriptor, which costs more than settling a future)."""
         self._answered += len(jobs)
+        by_loop: dict[Any, list[tuple[asyncio.Future[Any], Any, Any]]] = {}
         for (loop, future, *_), (result, error) in zip(jobs, outcomes, strict=True):
+            by_loop.setdefault(loop, []).append((future, result, error))
+        for loop, settled in by_loop.items():
             # A loop that closed meanwhile has nobody waiting (RuntimeError).
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, future, result, error)
+                if len(settled) == 1:
+                    loop.call_soon_threadsafe(settle, *settled[0])
+                else:
+                    loop.call_soon_threadsafe(settle_all, settled)
 
     def shutdown(self) -> None:
         """Let the queued calls finish, then stop the thread."""
@@ -183,3 +192,9 @@ def settle(future: asyncio.Future[Any], result: Any, error: BaseException | None
         future.set_exception(error)
     else:
         future.set_result(result)
+
+
+def settle_all(settled: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    """`settle` each (future, result, error), in order."""
+    for future, result, error in settled:
+        settle(future, result, error)
