@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Float, Table, column, select, table
 
+import handrail.store.histories as histories
 from handrail._util import utc_now
 from handrail.asks import PendingAsk
 from handrail.store import HistoryChange, Store, TurnLease, _load_turn
+from handrail.store.db import QUICK_ROWS
 from handrail.store.histories import load_history
 from handrail.store.json_rows import JsonRows
 
@@ -137,3 +141,39 @@ def test_a_column_it_cannot_bring_back_exactly_is_refused() -> None:
     floats: Table = table("t", column("x", Float))  # type: ignore[assignment]
     with pytest.raises(TypeError, match="cannot bring back"):
         JsonRows(select(floats.c.x), order_by=(), name="t")
+
+
+@pytest.mark.parametrize("count", [QUICK_ROWS, QUICK_ROWS + 1])
+async def test_postgresql_decodes_a_long_historys_rows_off_the_loop(
+    postgres_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """On PostgreSQL `HistoryRepo.load` and `Store.load_turn` read in one statement and decode
+    its rows on the event loop's thread up to `QUICK_ROWS` rows, on another thread beyond (as
+    SQLite reads them there), so the loop's own work for a turn's read does not grow with the
+    history."""
+    store = await Store.open(postgres_cluster.new_database_url(), blob_dir=tmp_path / "files")
+    try:
+        history = await store.histories.create("u1", agent="demo")
+        rows = [{"type": "user", "content": str(i)} for i in range(count)]
+        await store.histories.apply(
+            history.id, HistoryChange(append=rows), expected_version=history.version
+        )
+        threads: list[int] = []
+        decoded = histories._at_once_decoded
+
+        def recorded(row: Any, more: Any) -> Any:
+            threads.append(threading.get_ident())
+            return decoded(row, more)
+
+        monkeypatch.setattr(histories, "_at_once_decoded", recorded)
+        loaded = await store.histories.load(history.id)
+        turn = await store.load_turn(history.id)
+        assert loaded is not None
+        assert turn is not None
+        assert [row.data["content"] for row in loaded[1]] == [str(i) for i in range(count)]
+        assert [row.data for row in turn.rows] == [row.data for row in loaded[1]]
+        assert turn == await store.db.snapshot(_load_turn, history.id)
+        on_loop = [thread == threading.get_ident() for thread in threads]
+        assert on_loop == [count <= QUICK_ROWS] * 2
+    finally:
+        await store.close()

@@ -39,7 +39,7 @@ from handrail.store.histories import (
     HistoryConflict,
     HistoryRepo,
     load_history,
-    load_history_at_once,
+    read_history_at_once,
 )
 from handrail.store.leases import LEASE_JSON, LeaseLost, LeaseRepo, lease_from, lease_of
 from handrail.store.outbox import EventOutbox
@@ -153,9 +153,10 @@ def _load_turn(connection: Connection, history_id: str) -> TurnState | None:
     )
 
 
-def _load_turn_at_once(connection: Connection, history_id: str) -> TurnState | None:
-    """`_load_turn` in one statement (PostgreSQL): one snapshot without a transaction."""
-    loaded = load_history_at_once(connection, history_id, CONFIRMATIONS_JSON, LEASE_JSON)
+async def _load_turn_at_once(db: Database, history_id: str) -> TurnState | None:
+    """`_load_turn` in one statement (PostgreSQL): one snapshot without a transaction (a
+    long history's rows decoded on a thread, see `read_history_at_once`)."""
+    loaded = await read_history_at_once(db, history_id, CONFIRMATIONS_JSON, LEASE_JSON)
     if loaded is None:
         return None
     history, rows, (confirmation_rows, lease_rows) = loaded
@@ -220,7 +221,7 @@ class Store:
         """The history, its rows, its confirmations and its turn lease in one read, or None
         when it does not exist or was deleted."""
         if self.db.backend == "postgresql":
-            return await self.db.read(_load_turn_at_once, history_id)
+            return await _load_turn_at_once(self.db, history_id)
         return await self.db.quick_snapshot(_load_turn, history_id)
 
     async def close(self) -> None:

@@ -8,6 +8,7 @@ the version, so a change prepared before them loses.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import datetime as dt
 import functools
@@ -32,7 +33,7 @@ from handrail._util import new_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
-from handrail.store.db import Database, check_here
+from handrail.store.db import QUICK_ROWS, Database, check_here
 from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
 from handrail.store.outbox import EventOutbox, insert_outbox_events
@@ -60,6 +61,7 @@ __all__ = [
     "history_rows_of",
     "load_history",
     "load_history_at_once",
+    "read_history_at_once",
 ]
 
 ASK_STATUSES: Final[tuple[str, ...]] = get_args(AskStatus)
@@ -193,7 +195,7 @@ class HistoryRepo:
         should come from), or None when it does not exist or was deleted."""
         if self._db.backend == "postgresql":
             # One statement sees one snapshot by itself: no transaction around it.
-            loaded = await self._db.read(load_history_at_once, history_id)
+            loaded = await read_history_at_once(self._db, history_id)
             return None if loaded is None else (loaded[0], loaded[1])
         return await self._db.quick_snapshot(load_history, history_id)
 
@@ -266,7 +268,24 @@ def load_history_at_once(
     """PostgreSQL: the history, its rows, and the rows of each of `more` (reads of the same
     ``history_id`` parameter) in one statement, so all of them as of one moment; None when
     it does not exist or was deleted."""
-    row = _at_once(more).first(connection, {"history_id": history_id})
+    return _at_once_decoded(_at_once(more).first(connection, {"history_id": history_id}), more)
+
+
+async def read_history_at_once(
+    db: Database, history_id: str, *more: JsonRows
+) -> tuple[History, list[StoredRow], list[list[dict[str, Any]]]] | None:
+    """`load_history_at_once` as a read of `db`, its rows decoded on a thread when the
+    history has had more than `QUICK_ROWS` (as `Database.quick_snapshot` reads them on SQLite),
+    so the event loop's own work for a turn's read does not grow with the history."""
+    row = await db.read(_at_once(more).first, {"history_id": history_id})
+    if row is not None and row["next_seq"] > QUICK_ROWS:
+        return await asyncio.to_thread(_at_once_decoded, row, more)
+    return _at_once_decoded(row, more)
+
+
+def _at_once_decoded(
+    row: Mapping[str, Any] | None, more: tuple[JsonRows, ...]
+) -> tuple[History, list[StoredRow], list[list[dict[str, Any]]]] | None:
     if row is None:
         return None
     rows = [_stored_row(item) for item in ROWS_JSON.decode(row[ROWS_JSON.column.name])]
