@@ -72,3 +72,26 @@ async def test_autocommit_commits_each_statement_and_a_transaction_stays_whole(
     finally:
         await greenlet_spawn(kept.close)
         await engine.dispose()
+
+
+async def test_a_transaction_that_ends_after_close_gives_its_connection_back(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    # A task the store's owner did not wait for may still be in a transaction when the store
+    # closes: its connection goes back to the pool, never to the closed free list (where it
+    # would be garbage collected while checked out, which SQLAlchemy warns of).
+    url = driver_url(postgres_cluster.new_database_url())
+    engine = create_async_engine(url, pool_size=2, max_overflow=0, pool_timeout=1)
+    kept = Kept(engine.sync_engine, 2)
+    pool: Any = engine.sync_engine.pool
+    try:
+        late = asyncio.ensure_future(greenlet_spawn(kept.transaction, _sleep, ()))
+        await asyncio.sleep(0.05)  # under way
+        assert pool.checkedout() == 1
+        await greenlet_spawn(kept.close)
+        await late
+        assert pool.checkedout() == 0
+        assert kept._free == []
+    finally:
+        await greenlet_spawn(kept.close)
+        await engine.dispose()

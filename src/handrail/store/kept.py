@@ -37,6 +37,10 @@ class Kept:
         self._engine = engine
         self._capacity = capacity
         self._free: list[Connection] = []
+        # Set by `close`: a transaction still under way then (a task the store's owner did not
+        # wait for) gives its connection back to the pool, not to a list nobody empties (its
+        # connection would be garbage collected while checked out).
+        self._closed = False
 
     def transaction(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
         """In a greenlet: `work` in a transaction, committed when it returns, rolled back when
@@ -66,6 +70,7 @@ class Kept:
 
     def close(self) -> None:
         """In a greenlet: give every waiting connection back to the pool."""
+        self._closed = True
         free, self._free = self._free, []
         for connection in free:
             _drop(connection)
@@ -80,7 +85,7 @@ class Kept:
 
     def _give(self, connection: Connection) -> None:
         pool: Any = self._engine.pool
-        if pool.checkedout() < self._capacity and _usable(connection):
+        if not self._closed and pool.checkedout() < self._capacity and _usable(connection):
             self._free.append(connection)
         else:
             _drop(connection)
