@@ -11,7 +11,7 @@ from ..connections.instructions import Snapshot
 from ..store import History, StoredRow
 from .agent import Agent
 from .gate import queued_asks
-from .messages import messages_from_json
+from .messages import Message, messages_from_json
 from .models.base import Model
 from .page_tools import PageTools
 from .prompting import build_turn_setup
@@ -36,15 +36,19 @@ def answer_run(
     metadata: dict[str, Any],
     lease_owner: str,
     page_tools: PageTools | None,
+    replay: Sequence[Message] | None = None,
 ) -> TurnRun:
     """The run of the answer to `pending` on `history` (`rows` as read with it): the model sees
     the conversation up to the ask's prompt and what the paused step said, with the connection
-    instructions the turn started with; the gate adds what the answer gives the model."""
+    instructions the turn started with; the gate adds what the answer gives the model.
+    `replay` is the conversation up to the prompt when the caller has it already (the paused
+    turn's own messages, `LastCommits`): then `rows` are not read."""
     setup = build_turn_setup(
         agent, model, surface, Snapshot.from_json(pending.connection_instructions)
     )
     prompt_index = pending.prompt_index if pending.prompt_index is not None else len(rows)
-    replay = rows_to_messages(r.data for r in rows[:prompt_index])
+    if replay is None:
+        replay = rows_to_messages(r.data for r in rows[:prompt_index])
     return TurnRun(
         turn=turn,
         history=history,

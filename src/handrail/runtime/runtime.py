@@ -34,6 +34,7 @@ from ..errors import (
     AnswerNotObject,
     ConfigError,
     Conflict,
+    DomainError,
     HistoryNotFound,
     NotApprover,
     NotOwner,
@@ -80,6 +81,7 @@ from .approvals import (
     outcome_record,
 )
 from .cas import CAS_ATTEMPTS, compare_and_set
+from .committed import LastCommits
 from .events import (
     ask_event,
     ask_resolved_event,
@@ -153,6 +155,8 @@ class Runtime:
         #: What the turns running now do (the history view's ``running``), in any process.
         self.running = RunningBoard(self)
         self._calls = StepRunner(store, self.actions, self.running)
+        #: This process's last commit on each paused history, tried first by its answer.
+        self.last_commits = LastCommits()
         self._built: list[Model] = []
         if not lease_s > 0:
             raise ConfigError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
@@ -370,60 +374,103 @@ class Runtime:
         envelope = {k: v for k, v in ask_response.items() if k != "toolCallId"}
         # A lost race is worked out again on the history as it is now: the loser of an
         # approval racing a deny finds the ask gone (409); a deny after another approver's
-        # approval still ends it.
+        # approval still ends it. The first try is on the history as this process's turn
+        # paused it, when it did (`LastCommits`): the compare-and-set checks it, and what it
+        # refuses is worked out again on a fresh read.
+        last = self.last_commits.take(history_id)
         for _attempt in range(CAS_ATTEMPTS):
-            loaded = await self.store.histories.load(history_id)
-            if loaded is None:
-                raise HistoryNotFound(f"No history has the id {history_id!r}.")
-            history, prior = loaded
-            pending = history.pending_ask
-            owner = history.owner_id == principal.user_id
-            if not system and not owner:
-                allowed = approver and pending is not None and is_approver(pending, principal)
-                if (
-                    approver
-                    and not allowed
-                    and (pending is None or pending.tool_call_id != tool_call_id)
-                ):
-                    # An approver of a gate that ended meanwhile learns that it ended.
-                    named = await self.store.audit.approvers_of(history_id, tool_call_id)
-                    allowed = is_approver(
-                        PendingAsk.from_json(
-                            {
-                                "toolCallId": tool_call_id,
-                                "kind": "confirm",
-                                "input": {},
-                                "simple": {},
-                                "approvers": named,
-                            }
-                        ),
-                        principal,
-                    )
-                if not allowed:
-                    raise NotOwner("The history belongs to another user.")
-            if pending is None or pending.tool_call_id != tool_call_id:
-                raise NotPending(_not_pending_detail(pending))
+            replay: tuple[Message, ...] | None = None
+            prior: list[StoredRow] = []
+            if last is not None:
+                history, replay = last
+                last = None
+            else:
+                loaded = await self.store.histories.load(history_id)
+                if loaded is None:
+                    raise HistoryNotFound(f"No history has the id {history_id!r}.")
+                history, prior = loaded
             try:
-                turn = await self._answer_once(
+                return await self._answer_as_of(
                     principal,
                     history,
                     prior,
-                    pending,
+                    replay,
+                    tool_call_id,
                     envelope,
                     surface=checked_surface,
                     via=checked_via,
+                    approver=approver,
                     system=system,
                 )
             except HistoryConflict:
                 continue
-            return turn
+            except DomainError:
+                if replay is None:
+                    raise
         raise NotPending("Another answer or message resolved the ask first.")
+
+    async def _answer_as_of(
+        self,
+        principal: Principal,
+        history: History,
+        prior: list[StoredRow],
+        replay: tuple[Message, ...] | None,
+        tool_call_id: str,
+        envelope: dict[str, Any],
+        *,
+        surface: AskSurface,
+        via: str,
+        approver: bool,
+        system: bool,
+    ) -> Turn:
+        """The answer on the history as read (`prior`: its rows) or as this process last
+        wrote it (`replay`: the messages its answer replays): who may answer, then
+        `_answer_once`."""
+        pending = history.pending_ask
+        owner = history.owner_id == principal.user_id
+        if not system and not owner:
+            allowed = approver and pending is not None and is_approver(pending, principal)
+            if (
+                approver
+                and not allowed
+                and (pending is None or pending.tool_call_id != tool_call_id)
+            ):
+                # An approver of a gate that ended meanwhile learns that it ended.
+                named = await self.store.audit.approvers_of(history.id, tool_call_id)
+                allowed = is_approver(
+                    PendingAsk.from_json(
+                        {
+                            "toolCallId": tool_call_id,
+                            "kind": "confirm",
+                            "input": {},
+                            "simple": {},
+                            "approvers": named,
+                        }
+                    ),
+                    principal,
+                )
+            if not allowed:
+                raise NotOwner("The history belongs to another user.")
+        if pending is None or pending.tool_call_id != tool_call_id:
+            raise NotPending(_not_pending_detail(pending))
+        return await self._answer_once(
+            principal,
+            history,
+            prior,
+            replay,
+            pending,
+            envelope,
+            surface=surface,
+            via=via,
+            system=system,
+        )
 
     async def _answer_once(
         self,
         principal: Principal,
         history: History,
         prior: list[StoredRow],
+        replay: tuple[Message, ...] | None,
         pending: PendingAsk,
         envelope: dict[str, Any],
         *,
@@ -573,6 +620,7 @@ class Runtime:
             answered,
             prior,
             pending,
+            replay=replay,
             principal=run_principal,
             agent=agent,
             model=model,
@@ -1098,8 +1146,13 @@ class Runtime:
         title: str | None = None
         metadata: dict[str, Any] = dict(run.metadata)
 
+        #: Whether the history was read again (a lost race): then the turn's messages are not
+        #: those of the rows its ask replays, and they are not kept (`LastCommits`).
+        reread = False
+
         async def read() -> History | None:
-            nonlocal row_count
+            nonlocal row_count, reread
+            reread = True
             loaded = await self.store.histories.load(history_id)
             if loaded is None:
                 return None
@@ -1107,7 +1160,7 @@ class Runtime:
             return loaded[0]
 
         async def write(current: History) -> HistoryChange:
-            nonlocal pending, title, metadata, row_count
+            nonlocal pending, title, metadata, row_count, reread
             rows = list(run.rows)
             pending = None
             dropped.clear()
@@ -1116,6 +1169,7 @@ class Runtime:
                     prompt_index = run.prompt_index
                     if prompt_index is None:
                         if row_count is None:
+                            reread = True
                             row_count = len(await self.store.histories.rows(history_id))
                         prompt_index = row_count + 1
                     snapshot = run.setup.instructions
@@ -1178,7 +1232,7 @@ class Runtime:
         # First try the history as the turn last saw it: when nothing changed meanwhile, the
         # compare-and-set succeeds without reading it again.
         try:
-            await compare_and_set(
+            written = await compare_and_set(
                 self.store,
                 history_id,
                 write,
@@ -1200,6 +1254,8 @@ class Runtime:
             )
         run.turn.title = title
         run.metadata = metadata
+        if pending is not None and not reread:
+            self.last_commits.keep(written, tuple(run.messages[: run.turn_start]))
         if pending is not None:
             run.turn.pending_summary = pending.public("turn")
             await run.turn.emit(ask_event(pending, history_id))
