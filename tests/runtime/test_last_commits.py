@@ -3,6 +3,7 @@ the history: the same turn as after a fresh read, and never a refusal that only 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +19,7 @@ from handrail.runtime.models.base import ModelEvent, ModelRequest
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
 from handrail.store import Store
-from handrail.store.records import HistoryChange
+from handrail.store.records import History, HistoryChange
 
 ALICE = Principal(user_id="alice")
 ASK = "ask_choice " + json.dumps(PLAN)
@@ -163,16 +164,11 @@ async def test_an_invalid_answer_on_the_copy_is_refused_as_after_a_read(store: S
 
 
 def test_last_commits_keep_the_newest_up_to_their_size() -> None:
-    from handrail.store.records import History
-
     commits = LastCommits(2)
-
-    def history(history_id: str) -> History:
-        import datetime as dt
-
-        now = dt.datetime.now(dt.UTC)
-        return History(
-            id=history_id,
+    now = dt.datetime.now(dt.UTC)
+    for name in ("a", "b", "c"):
+        history = History(
+            id=name,
             owner_id="alice",
             agent="assistant",
             title=None,
@@ -181,12 +177,11 @@ def test_last_commits_keep_the_newest_up_to_their_size() -> None:
             created=now,
             updated=now,
         )
-
-    for name in ("a", "b", "c"):
-        commits.keep(history(name), ())
+        commits.keep(history, ())
     assert len(commits) == 2
     assert commits.take("a") is None
     taken = commits.take("c")
-    assert taken is not None and taken[0].id == "c"
+    assert taken is not None
+    assert taken[0].id == "c"
     assert commits.take("c") is None
     assert len(commits) == 1
