@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from ..asks import (
     ASKS_SYSTEM_PROMPT,
@@ -97,6 +98,13 @@ def _ask_part(kinds: tuple[AskKind, ...], surface: AskSurface) -> tuple[str, tup
     return section, specs
 
 
+#: The last setup of each agent by surface and tool support, for the turns without connection
+#: instructions, with what it was built from (see `build_turn_setup`).
+_SETUPS: weakref.WeakKeyDictionary[Agent, dict[tuple[str, bool], tuple[Any, TurnSetup]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def build_turn_setup(
     agent: Agent, model: Model, surface: AskSurface, instructions: Snapshot | None = None
 ) -> TurnSetup:
@@ -106,7 +114,42 @@ def build_turn_setup(
     Asks on: one ``ask_<kind>`` tool per offered kind (only the compact kinds, with narrowed
     schemas, on the compact surface), and the asks prompt text. A compact turn adds the compact
     line even with asks off. A model without tool support gets no ask tools.
+
+    A turn without connection instructions gets the setup the agent's last turn on the same
+    surface got when nothing it is made of changed since (its instructions, asks, clarify and
+    the very tool objects, in order): it is frozen and shared, like the ask tools' specs.
     """
+    if instructions is not None:
+        return _build(agent, model, surface, instructions)
+    tools = tuple(agent.tools.values())
+    made_of = (agent.instructions, agent.asks, agent.clarify, tools)
+    key = (surface, model.supports_tools)
+    kept = _SETUPS.get(agent)
+    if kept is not None:
+        last = kept.get(key)
+        if last is not None and _same(last[0], made_of):
+            return last[1]
+    else:
+        kept = _SETUPS.setdefault(agent, {})
+    setup = _build(agent, model, surface, None)
+    kept[key] = (made_of, setup)
+    return setup
+
+
+def _same(was: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    """Whether a setup's parts are the very same objects (the instructions' text equal)."""
+    return (
+        was[0] == now[0]
+        and was[1] is now[1]
+        and was[2] is now[2]
+        and len(was[3]) == len(now[3])
+        and all(a is b for a, b in zip(was[3], now[3], strict=True))
+    )
+
+
+def _build(
+    agent: Agent, model: Model, surface: AskSurface, instructions: Snapshot | None
+) -> TurnSetup:
     kinds: tuple[AskKind, ...] = ()
     if agent.asks is not None and model.supports_tools:
         kinds = tuple(ask_kinds_for_surface(agent.asks.kinds, surface))
