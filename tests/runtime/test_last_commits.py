@@ -3,6 +3,7 @@ the history: the same turn as after a fresh read, and never a refusal that only 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ import pytest
 
 from doubles import FlakyModel
 from examples import PLAN
+from handrail.asks import PendingAsk
 from handrail.errors import InvalidAnswer, NotPending
 from handrail.runtime.agent import Agent
 from handrail.runtime.committed import LastCommits
@@ -166,13 +168,14 @@ async def test_an_invalid_answer_on_the_copy_is_refused_as_after_a_read(store: S
 def test_last_commits_keep_the_newest_up_to_their_size() -> None:
     commits = LastCommits(2)
     now = dt.datetime.now(dt.UTC)
+    pending = PendingAsk(tool_call_id="c1", kind="confirm", input={}, simple={}, prompt_index=1)
     for name in ("a", "b", "c"):
         history = History(
             id=name,
             owner_id="alice",
             agent="assistant",
             title=None,
-            pending_ask=None,
+            pending_ask=pending,
             version=1,
             created=now,
             updated=now,
@@ -184,4 +187,9 @@ def test_last_commits_keep_the_newest_up_to_their_size() -> None:
     assert taken is not None
     assert taken[0].id == "c"
     assert commits.take("c") is None
+    assert len(commits) == 1
+    # A history that waits on no ask, or on one without its prompt's row, is not kept.
+    commits.keep(dataclasses.replace(taken[0], id="d", pending_ask=None), ())
+    unplaced = dataclasses.replace(pending, prompt_index=None)
+    commits.keep(dataclasses.replace(taken[0], id="e", pending_ask=unplaced), ())
     assert len(commits) == 1

@@ -32,6 +32,11 @@ class LastCommits:
         self._size = size
 
     def keep(self, history: History, replay: tuple[Message, ...]) -> None:
+        """Keep `history` (as a commit wrote it) and the messages its answer replays; only a
+        history paused on an ask that names its prompt's row is kept."""
+        pending = history.pending_ask
+        if pending is None or pending.prompt_index is None:
+            return
         entries = self._entries
         entries.pop(history.id, None)
         entries[history.id] = (history, replay)
