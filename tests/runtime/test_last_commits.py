@@ -16,7 +16,8 @@ from examples import PLAN
 from handrail.asks import PendingAsk
 from handrail.errors import InvalidAnswer, NotPending
 from handrail.runtime.agent import Agent
-from handrail.runtime.committed import LastCommits
+from handrail.runtime.committed import LAST_COMMIT_MESSAGES, LastCommits
+from handrail.runtime.messages import UserMessage
 from handrail.runtime.models.base import ModelEvent, ModelRequest
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
@@ -193,3 +194,11 @@ def test_last_commits_keep_the_newest_up_to_their_size() -> None:
     unplaced = dataclasses.replace(pending, prompt_index=None)
     commits.keep(dataclasses.replace(taken[0], id="e", pending_ask=unplaced), ())
     assert len(commits) == 1
+    # Nor one whose answer would replay more than LAST_COMMIT_MESSAGES messages (and its
+    # older entry goes).
+    long = tuple(UserMessage(text="hi") for _ in range(LAST_COMMIT_MESSAGES + 1))
+    commits.keep(dataclasses.replace(taken[0], id="f"), ())
+    commits.keep(dataclasses.replace(taken[0], id="f"), long)
+    assert commits.take("f") is None
+    commits.keep(dataclasses.replace(taken[0], id="g"), long[:LAST_COMMIT_MESSAGES])
+    assert commits.take("g") is not None
