@@ -1,18 +1,20 @@
-"""A `Prepared` statement on SQLite binds `UTCDateTime` values in one call (`sqlite_utc_text`):
-the stored text is exactly SQLAlchemy's own, and so are the errors and the values read back."""
+"""A `Prepared` statement on SQLite binds `UTCDateTime` values in one call (`sqlite_utc_text`),
+and `JSONData` values with an encoder built once (`sqlite_json_text`): the stored text is
+exactly SQLAlchemy's own, and so are the errors and the values read back."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from sqlalchemy import Column, Connection, Integer, MetaData, Table, bindparam, insert, select
+from sqlalchemy import JSON, Column, Connection, Integer, MetaData, Table, bindparam, insert, select
 from sqlalchemy.dialects import sqlite
 
 from handrail.store import Database
-from handrail.store._types import UTCDateTime, sqlite_utc_text
+from handrail.store._types import JSONData, UTCDateTime, sqlite_json_text, sqlite_utc_text
 from handrail.store.prepared import Prepared
 
 metadata = MetaData()
@@ -21,6 +23,7 @@ moments = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("at", UTCDateTime, nullable=True),
+    Column("data", JSONData, nullable=True),
 )
 
 CEST = dt.timezone(dt.timedelta(hours=2))
@@ -66,7 +69,9 @@ def _create(connection: Connection) -> None:
 
 
 def _write(connection: Connection, values: list[dt.datetime | None]) -> None:
-    _INSERT.run(connection, [{"id": i, "at": value} for i, value in enumerate(values)])
+    _INSERT.run(
+        connection, [{"id": i, "at": value, "data": None} for i, value in enumerate(values)]
+    )
 
 
 def _stored(connection: Connection) -> list[str | None]:
@@ -87,3 +92,61 @@ async def test_a_prepared_statement_stores_and_reads_the_same(tmp_path: Path) ->
         rows = await database.read(_read, len(VALUES))
         expected = [None if v is None else v.astimezone(dt.UTC) for v in VALUES]
         assert [row and row["at"] for row in rows] == expected
+
+
+JSON_VALUES: list[Any] = [
+    {"type": "tool-call", "args": {"title": "Plan", "n": [1, 2.5, None, True, False]}},
+    {"é": "ü \u2028 \ud83d\ude00", "nested": [{"a": {}}, []], 3: "int key"},
+    [1, "two", {"three": 3.0}],
+    {"inf": float("inf"), "nan": float("nan")},
+    {},
+    [],
+    "a string",
+    7,
+    None,
+    JSON.NULL,
+]
+
+
+def _sqlalchemy_json() -> Any:
+    process = JSONData.dialect_impl(sqlite.dialect()).bind_processor(sqlite.dialect())
+    assert process is not None
+    return process
+
+
+@pytest.mark.parametrize("value", JSON_VALUES)
+def test_the_json_text_is_sqlalchemys(value: Any) -> None:
+    theirs = _sqlalchemy_json()
+    ours = sqlite_json_text(theirs)
+    assert ours(value) == theirs(value)
+
+
+def test_a_value_json_cannot_hold_is_refused_as_before() -> None:
+    theirs = _sqlalchemy_json()
+    ours = sqlite_json_text(theirs)
+    for value in ({"at": dt.datetime(2026, 1, 1)}, [object()]):
+        with pytest.raises(TypeError) as mine:
+            ours(value)
+        with pytest.raises(TypeError) as original:
+            theirs(value)
+        assert str(mine.value) == str(original.value)
+
+
+def _write_json(connection: Connection, values: list[Any]) -> None:
+    _INSERT.run(
+        connection, [{"id": i, "at": None, "data": value} for i, value in enumerate(values)]
+    )
+
+
+def _stored_json(connection: Connection) -> list[str | None]:
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    return [row[0] for row in driver.execute("SELECT data FROM moments ORDER BY id")]
+
+
+async def test_a_prepared_statement_stores_json_as_sqlalchemy_does(tmp_path: Path) -> None:
+    values = [v for v in JSON_VALUES if isinstance(v, dict | list)]  # a number is stored as one
+    async with Database(f"sqlite:///{tmp_path / 'j.db'}") as database:
+        await database.write(_create)
+        await database.write(_write_json, values)
+        assert await database.read(_stored_json) == [_sqlalchemy_json()(v) for v in values]

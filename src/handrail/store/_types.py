@@ -11,14 +11,17 @@ Migrations import these by name, so they keep their names and storage forever.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import json
+import json.encoder
+from collections.abc import Callable
+from typing import Any, Final
 
 from sqlalchemy import JSON, DateTime
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["JSONData", "UTCDateTime", "sqlite_utc_text"]
+__all__ = ["JSONData", "UTCDateTime", "sqlite_json_text", "sqlite_utc_text"]
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -59,6 +62,45 @@ def sqlite_utc_text(value: dt.datetime | None) -> str | None:
             raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
         value = value.astimezone(dt.UTC)
     return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+#: `json.dumps`'s own encoder (its defaults: ASCII only, ``", "`` and ``": "``), built once:
+#: `json.dumps` builds one at each call, behind three Python calls. Without the circular check
+#: (a value holding itself raises `RecursionError`, not `ValueError`): the C encoder's record of
+#: the objects it is in keeps an entry after an error, which would wrongly refuse a later value.
+_MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
+_DUMPS: Final[Callable[[Any, int], Any] | None] = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None,
+        json.JSONEncoder().default,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        False,
+        False,
+        True,
+    )
+)
+
+
+def sqlite_json_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A `JSONData` bind on SQLite: SQLAlchemy's processor (`process`, which stores
+    ``json.dumps(value)``, None as SQL NULL), with the text of a dict or a list made in one call
+    of the encoder `json.dumps` uses (the very same text)."""
+    dumps = _DUMPS
+    if dumps is None:
+        return process
+
+    def json_text(value: Any) -> Any:
+        kind = value.__class__
+        if kind is dict or kind is list:
+            return "".join(dumps(value, 0))
+        return process(value)
+
+    return json_text
 
 
 def _json() -> TypeEngine[Any]:

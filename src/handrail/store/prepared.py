@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import re
 import sqlite3
 import weakref
@@ -32,14 +33,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from sqlalchemy import Connection
+from sqlalchemy import JSON, Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 from sqlalchemy.util import await_
 
-from handrail.store._types import UTCDateTime, sqlite_utc_text
+from handrail.store._types import UTCDateTime, sqlite_json_text, sqlite_utc_text
 
 __all__ = ["AtLeastOne", "FromHead", "Head", "Prepared", "batched", "folds"]
 
@@ -63,9 +64,33 @@ class _Plan:
     #: that has one.
     names: tuple[str, ...]
     processed: tuple[tuple[str, int, Callable[[Any], Any]], ...]
+    #: When every parameter is the caller's (none has a default) and there are several: all of
+    #: them in one call, and (position, bind processor) for those that have one.
+    getter: Callable[[Params], tuple[Any, ...]] | None = None
+    processors: tuple[tuple[int, Callable[[Any], Any]], ...] = ()
 
     def positional(self, params: Params) -> tuple[Any, ...]:
         # What `Compiled.construct_params` does for named binds, without its general work.
+        getter = self.getter
+        if getter is not None:
+            try:
+                values = getter(params)
+            except KeyError:
+                return self._each(params)  # raises the error that names the parameter
+            if not self.processors:
+                return values
+            out = list(values)
+            for at, process in self.processors:
+                value = out[at]
+                if value.__class__ is FromHead:
+                    raise TypeError(
+                        f"The parameter {self.slots[at][0]!r} is processed: it cannot be FromHead."
+                    )
+                out[at] = process(value)
+            return tuple(out)
+        return self._each(params)
+
+    def _each(self, params: Params) -> tuple[Any, ...]:
         out = []
         for key, default, process in self.slots:
             value = params.get(key, default)
@@ -119,7 +144,10 @@ def _slot(
     default = _REQUIRED if bind.required else bind.effective_value
     if sqlite and isinstance(bind.type, UTCDateTime):
         return bind.key, default, sqlite_utc_text  # the same text, in one call
-    return bind.key, default, _single(processor)
+    process = _single(processor)
+    if sqlite and process is not None and isinstance(bind.type, JSON):
+        return bind.key, default, sqlite_json_text(process)  # the same text, in one call
+    return bind.key, default, process
 
 
 def _columns(compiled: Compiled, dialect: Dialect) -> list[tuple[str, Processor]]:
@@ -518,6 +546,11 @@ class Prepared:
         list's parameter sets together) and raises to fail the transaction. With
         `beside_inserts` it may go with inserts into its own table, whose rows it then does
         not see: for a caller that gave those rows their final values itself."""
+        if (direct := self._on_sqlite(connection)) is not None:
+            count = _run_on_sqlite(connection, direct, params)
+            if check is not None:
+                check(count)
+            return
         batch = _BATCHES.get(connection)
         plan = None if batch is None else self._plan(connection.dialect)
         statement = self.statement
@@ -577,19 +610,33 @@ class Prepared:
             processors = compiled._bind_processors
             sqlite = dialect.name == "sqlite"
             columns = _columns(compiled, dialect)
+            slots = tuple(_slot(compiled, name, processors.get(name), sqlite) for name in names)
+            required = len(slots) > 1 and all(default is _REQUIRED for _, default, _ in slots)
             plan = _Plan(
                 compiled=compiled,
                 sql=compiled.string,
-                slots=tuple(_slot(compiled, name, processors.get(name), sqlite) for name in names),
+                slots=slots,
                 names=tuple(name for name, _ in columns),
                 processed=tuple(
                     (name, position, process)
                     for position, (name, process) in enumerate(columns)
                     if process is not None
                 ),
+                getter=operator.itemgetter(*(key for key, _, _ in slots)) if required else None,
+                processors=tuple(
+                    (at, process) for at, (_, _, process) in enumerate(slots) if process is not None
+                ),
             )
             plans[self] = plan  # a race only compiles twice
         return plan
+
+    def _on_sqlite(self, connection: Connection) -> _Plan | None:
+        """The plan, when `connection` runs it on ``sqlite3`` directly (no ``echo``; SQLite never
+        batches, see `folds`), else None."""
+        dialect = connection.dialect
+        if dialect.driver != "pysqlite" or connection.engine.echo:
+            return None
+        return self._plan(dialect)
 
     def _cursor(self, connection: Connection) -> Any:
         """A DBAPI cursor inside the transaction the store began: ``sqlite3``'s own, or (for
@@ -603,6 +650,13 @@ class Prepared:
 
     def all(self, connection: Connection, params: Params) -> list[dict[str, Any]]:
         """Every row the statement gives."""
+        if (direct := self._on_sqlite(connection)) is not None:
+            cursor = _sqlite_cursor(connection)
+            try:
+                cursor.execute(direct.sql, direct.positional(params))
+                return direct.rows(cursor.fetchall())
+            finally:
+                cursor.close()
         if (batch := _BATCHES.get(connection)) is not None:
             _flush(connection, batch)
         plan = None if connection.engine.echo else self._plan(connection.dialect)
@@ -625,6 +679,8 @@ class Prepared:
     def run(self, connection: Connection, params: Params | Sequence[Params]) -> int:
         """Run a statement that gives no rows, once or (with a list) once per parameter set;
         how many rows it changed."""
+        if (direct := self._on_sqlite(connection)) is not None:
+            return _run_on_sqlite(connection, direct, params)
         if (batch := _BATCHES.get(connection)) is not None:
             _flush(connection, batch)
         plan = None if connection.engine.echo else self._plan(connection.dialect)
@@ -648,6 +704,25 @@ class Prepared:
             raise wrapped from exc
         finally:
             cursor.close()
+
+
+def _sqlite_cursor(connection: Connection) -> sqlite3.Cursor:
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    return driver.cursor()
+
+
+def _run_on_sqlite(connection: Connection, plan: _Plan, params: Params | Sequence[Params]) -> int:
+    """`Prepared.run` on ``sqlite3``: its errors are raised as they are."""
+    cursor = _sqlite_cursor(connection)
+    try:
+        if params.__class__ is dict or isinstance(params, Mapping):
+            cursor.execute(plan.sql, plan.positional(params))
+        else:
+            cursor.executemany(plan.sql, [plan.positional(p) for p in params])
+        return cursor.rowcount
+    finally:
+        cursor.close()
 
 
 def _wrapped(connection: Connection, sql: str, error: Exception) -> BaseException | None:
