@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, insert, inspect, text
+from sqlalchemy import Connection, event, insert, inspect, text
 
 from handrail._util import utc_now
 from handrail.connections import load_catalog
@@ -21,7 +22,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0014"
+HEAD = "0015"
 
 TABLES = {
     "activity",
@@ -199,3 +200,91 @@ async def test_migration_0010_backfills_the_shipped_templates(database_url: str)
         assert memory.agent_instructions == own
         assert wiki is not None
         assert wiki.agent_instructions is None
+
+
+def _indexes(connection: Connection) -> dict[str, dict[str, object]]:
+    """The indexes of the tables 0015 changed: by name, their columns and their WHERE (the
+    dialect's option, None for a full index)."""
+    inspector = inspect(connection)
+    out: dict[str, dict[str, object]] = {}
+    for table in ("history_rows", "turn_leases"):
+        for index in inspector.get_indexes(table):
+            options = index.get("dialect_options", {})
+            where = options.get("sqlite_where", options.get("postgresql_where"))
+            out[str(index["name"])] = {
+                "columns": index["column_names"],
+                "where": None if where is None else str(where),
+            }
+    return out
+
+
+def _to_0014(connection: Connection) -> None:
+    command.downgrade(alembic_config(connection), "0014")
+
+
+async def test_migration_0015_writes_fewer_index_pages_and_goes_back(database_url: str) -> None:
+    async with Database(database_url) as db:
+        await db.migrate()
+        indexes = await db.read(_indexes)
+        assert indexes["ix_history_rows_history_id_tool_call_id"]["columns"] == [
+            "history_id",
+            "tool_call_id",
+        ]
+        assert "tool_call_id IS NOT NULL" in str(
+            indexes["ix_history_rows_history_id_tool_call_id"]["where"]
+        )
+        assert "ix_turn_leases_until" not in indexes
+        await db.write(_to_0014)
+        before = await db.read(_indexes)
+        assert before["ix_history_rows_history_id_tool_call_id"]["where"] is None
+        assert before["ix_turn_leases_until"] == {"columns": ["until"], "where": None}
+        await db.write(_to_head)
+        assert await db.read(_indexes) == indexes
+
+
+def _plan_of(connection: Connection, sql: str, count: int) -> str:
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    return " ".join(row[-1] for row in driver.execute(f"EXPLAIN QUERY PLAN {sql}", ("x",) * count))
+
+
+async def test_the_rows_call_index_serves_its_readers_on_sqlite(tmp_path: Path) -> None:
+    """An ask's status and an undo's results are looked up in the partial index (their `=` and
+    `IN` on the call id imply its ``tool_call_id IS NOT NULL``)."""
+    from handrail.store.histories import _SET_ASK_STATUS
+
+    async with Database(f"sqlite:///{tmp_path / 'p.db'}") as db:
+        await db.migrate()
+        plan = _SET_ASK_STATUS._plan(db.engine.dialect)  # type: ignore[union-attr]
+        assert plan is not None
+        index = "USING INDEX ix_history_rows_history_id_tool_call_id"
+        assert index in await db.read(_plan_of, plan.sql, plan.sql.count("?"))
+        undo = (
+            "SELECT tool_call_id FROM history_rows WHERE history_id = ? AND type = 'tool-result'"
+            " AND tool_call_id IN (?, ?)"
+        )
+        assert index in await db.read(_plan_of, undo, 3)
+        assert index in await db.read(_plan_of, undo.replace("SELECT tool_call_id", "DELETE"), 3)
+
+
+async def test_migrating_sqlite_is_one_transaction(tmp_path: Path) -> None:
+    """Alembic commits nothing of its own: every revision lands in the store's one immediate
+    transaction (which another process migrating at once waits for)."""
+    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
+    seen: list[str] = []
+
+    @event.listens_for(db.engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(
+            lambda sql: seen.append(sql) if sql.startswith(("BEGIN", "COMMIT")) else None
+        )
+
+    try:
+        await db.migrate()
+        assert seen == ["BEGIN IMMEDIATE", "COMMIT"]
+        seen.clear()
+        await db.write(_to_0014)
+        await db.write(_to_head)
+        assert seen == ["BEGIN IMMEDIATE", "COMMIT"] * 2
+    finally:
+        await db.close()

@@ -169,10 +169,6 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def _upgrade_to_head(connection: Connection) -> None:
-    if not connection.in_transaction():
-        # SQLite: the store began the transaction on the driver; SQLAlchemy's joins it, so
-        # that Alembic sees one and commits nothing of its own (the store commits it).
-        connection.begin()
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
     command.upgrade(alembic_config(connection), "head")

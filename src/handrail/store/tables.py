@@ -115,7 +115,15 @@ history_rows = Table(
     # A message's text, case-folded, for search (see `handrail.store.search`).
     Column("text_key", Text, nullable=True),
     PrimaryKeyConstraint("history_id", "seq"),
-    Index(None, "history_id", "tool_call_id"),
+    # Only the rows with a call id: an ask's status and an undo's results look one up by it, and
+    # a message row then writes no page of this index.
+    Index(
+        None,
+        "history_id",
+        "tool_call_id",
+        sqlite_where=text("tool_call_id IS NOT NULL"),
+        postgresql_where=text("tool_call_id IS NOT NULL"),
+    ),
 )
 
 #: Uploaded files. The bytes live in the blob store under `blob_key`, never here.
@@ -250,7 +258,9 @@ turn_leases = Table(
     Column("until", UTCDateTime, nullable=False),
     Column("state", JSONData, nullable=False),
     Column("created", UTCDateTime, nullable=False),
-    Index(None, "until"),
+    # No index on `until`: the table holds only the turns running now (and those of a process
+    # that stopped, until they are taken over), so the sweep for lapsed ones reads it whole,
+    # and each lease written or removed writes one page fewer.
 )
 
 #: The turns running now, in any process, and what each does (its last ``turn.progress``): the

@@ -18,6 +18,11 @@ from handrail.store.tables import metadata
 
 
 def run_migrations(connection: Connection) -> None:
+    if not connection.in_transaction():
+        # On SQLite the store began the transaction on the driver itself (see
+        # `handrail.store.db`): SQLAlchemy's joins it, so that Alembic sees one and commits
+        # nothing of its own, and every revision lands in the store's one transaction.
+        connection.begin()
     context.configure(
         connection=connection,
         target_metadata=metadata,
