@@ -55,6 +55,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import re
 import signal
@@ -435,7 +436,13 @@ def serve(kind: str, url: str, folder: Path, max_seconds: float) -> None:
             store = await opened()
             app, server_config = build(store)
             config = uvicorn_config(app, server_config, log_level="warning")
+            # No access log, as the floor's `access_log=False` (which uvicorn applies to its
+            # logger when the Config is made, so setting the attribute afterwards is too late):
+            # the protocol builds an access line only when that logger has handlers.
             config.access_log = False
+            access = logging.getLogger("uvicorn.access")
+            access.handlers = []
+            access.propagate = False
         # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets whose proto says TCP.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
