@@ -14,7 +14,7 @@ import pytest
 from doubles import FlakyModel
 from examples import PLAN
 from handrail.asks import PendingAsk
-from handrail.errors import InvalidAnswer, NotPending
+from handrail.errors import HistoryNotFound, InvalidAnswer, NotPending
 from handrail.runtime.agent import Agent
 from handrail.runtime.committed import LAST_COMMIT_MESSAGES, LastCommits
 from handrail.runtime.messages import UserMessage
@@ -164,6 +164,35 @@ async def test_an_invalid_answer_on_the_copy_is_refused_as_after_a_read(store: S
     assert next(iter(events[0])) == "askResolved"
     assert events[-1] == {"done": True, "historyId": history_id, "title": events[-1]["title"]}
     await runtime.aclose()
+
+
+@pytest.mark.parametrize("change", ["stop", "delete"])
+async def test_a_stop_or_delete_in_this_process_is_never_answered_from_the_copy(
+    store: Store, change: str
+) -> None:
+    # The paused turn kept its commit here; this same runtime then stops the conversation (the
+    # ask is cancelled) or the history is deleted: the answer is refused as after a read.
+    model = RecordingModel()
+    runtime = make_runtime(store, model)
+    paused = await events_of(runtime.start_prompt(ALICE, ASK))
+    history_id, call_id = paused[0]["historyId"], paused[0]["ask"]["toolCallId"]
+    assert len(runtime.last_commits) == 1
+    if change == "stop":
+        stopped = await runtime.stop(ALICE, history_id)
+        assert stopped.cancelled_ask == call_id
+    else:
+        await store.histories.delete(history_id)
+    answer = {"toolCallId": call_id, "action": "accept", "content": {"selected": ["team"]}}
+    with pytest.raises(NotPending if change == "stop" else HistoryNotFound):
+        await runtime.start_answer(ALICE, history_id, answer)
+    assert len(runtime.last_commits) == 0
+    await runtime.aclose()
+    # Nothing was carried out: the model was called by the paused turn only.
+    assert len(model.requests) == 1
+    if change == "stop":
+        history = await store.histories.get(history_id)
+        assert history is not None
+        assert history.pending_ask is None
 
 
 def test_last_commits_keep_the_newest_up_to_their_size() -> None:
