@@ -52,6 +52,19 @@ class FlakyModel:
             raise ModelError("injected failure after text")
 
 
+class RecordingModel(FlakyModel):
+    """Keeps every request, to check what the model was shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        async for event in super().stream(request):
+            yield event
+
+
 class HasToolDecorator(Protocol):
     def tool(self, **options: Any) -> Callable[[F], F]: ...
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from doubles import FlakyModel
+from doubles import RecordingModel
 from examples import PLAN
 from handrail.asks import PendingAsk
 from handrail.errors import HistoryNotFound, InvalidAnswer, NotPending
 from handrail.runtime.agent import Agent
 from handrail.runtime.committed import LAST_COMMIT_MESSAGES, LastCommits
 from handrail.runtime.messages import UserMessage
-from handrail.runtime.models.base import ModelEvent, ModelRequest
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
 from handrail.store import Store
@@ -26,19 +24,6 @@ from handrail.store.records import History, HistoryChange
 
 ALICE = Principal(user_id="alice")
 ASK = "ask_choice " + json.dumps(PLAN)
-
-
-class RecordingModel(FlakyModel):
-    """Keeps every request, to compare what the model was shown."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[ModelRequest] = []
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
-        async for event in super().stream(request):
-            yield event
 
 
 def make_runtime(store: Store, model: Any) -> Runtime:

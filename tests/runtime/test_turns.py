@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from doubles import FlakyModel
+from doubles import FlakyModel, RecordingModel
 from examples import PLAN, plan_card
 from handrail.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from handrail.policy import ToolHints
@@ -410,19 +410,6 @@ PNG = (
     b"\x00\x00IEND\xaeB`\x82"
 )
 RECEIPT = {"prompt": "Upload the receipt.", "accept": ["image", "pdf"], "maxFiles": 2}
-
-
-class RecordingModel(FlakyModel):
-    """Keeps every request, to check what the model was shown."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[ModelRequest] = []
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
-        async for event in super().stream(request):
-            yield event
 
 
 async def _files_ask(runtime: Runtime) -> tuple[str, str]:
