@@ -19,9 +19,12 @@ from sqlalchemy import (
     Connection,
     Integer,
     Text,
+    Update,
     bindparam,
     delete,
     exists,
+    false,
+    func,
     insert,
     or_,
     select,
@@ -72,12 +75,23 @@ R = history_rows.c
 #: The columns a `History` is read from (not the search keys, which only queries read).
 _COLUMNS = tuple(c for c in histories.c if c.name not in ("title_key", "ask_key"))
 
+#: "Not deleted", for the statements that find a history by its id. It is ``deleted_at IS
+#: NULL`` written so that no database can prove from it the predicate of the lists' partial
+#: indexes (``WHERE deleted_at IS NULL``, see `handrail.store.tables`), so the primary key is
+#: the only index such a lookup can use. With the plain term, PostgreSQL may read the lookup
+#: as a scan of the whole partial index with ``id`` as a later column's condition: it does so
+#: while the table has no statistics (a new database until its first ANALYZE, which guesses
+#: the partial index tiny), and asyncpg's prepared statements keep such a plan (a generic
+#: plan, after five runs), so each lookup then costs in proportion to the number of
+#: histories. The lists keep the plain term: they read a range of that index.
+_LIVE: Final = func.coalesce(H.deleted_at.is_(None), false())
+
 # The statements of every turn, built once.
-_GET = Prepared(select(*_COLUMNS).where(H.id == bindparam("history_id"), H.deleted_at.is_(None)))
+_GET = Prepared(select(*_COLUMNS).where(H.id == bindparam("history_id"), _LIVE))
 _ROWS = Prepared(
     select(R.seq, R.data, R.ask_status, R.created)
     .join(histories, H.id == R.history_id)
-    .where(R.history_id == bindparam("history_id"), H.deleted_at.is_(None))
+    .where(R.history_id == bindparam("history_id"), _LIVE)
     .order_by(R.seq)
 )
 _INSERT_HISTORY = Prepared(insert(histories))
@@ -296,7 +310,7 @@ def _at_once_decoded(
 def _at_once(more: tuple[JsonRows, ...]) -> Prepared:
     return Prepared(
         select(*_COLUMNS, ROWS_JSON.column, *(read.column for read in more)).where(
-            H.id == bindparam("history_id"), H.deleted_at.is_(None)
+            H.id == bindparam("history_id"), _LIVE
         )
     )
 
@@ -472,13 +486,16 @@ def _compare_and_set(set_pending: bool, set_title: bool, sqlite: bool = False) -
         .where(
             H.id == bindparam("cas_id"),
             H.version == bindparam("expected"),
-            H.deleted_at.is_(None),
+            _LIVE,
         )
         .values(values)
         .returning(*returning)
     )
 
 
+#: `_why_not_updated`'s read, run with `Connection.execute`: it runs inside a batch, while
+#: `Prepared` would flush the batch first (see `batched`).
+_VERSION = select(H.version).where(H.id == bindparam("history_id"), _LIVE)
 _SET_ASK_STATUS = Prepared(
     update(history_rows)
     .where(
@@ -658,15 +675,20 @@ def _not_an_ask(history_id: str, tool_call_id: str) -> ValueError:
 def _touch(connection: Connection, history_id: str, values: dict[str, Any]) -> History:
     if "title" in values:
         values = {**values, "title_key": search_key(values["title"])}
-    row = connection.execute(
-        update(histories)
-        .where(H.id == history_id, H.deleted_at.is_(None))
-        .values(version=H.version + 1, updated=utc_now(), **values)
-        .returning(*_COLUMNS)
-    ).first()
+    row = connection.execute(_touch_statement(history_id, values)).first()
     if row is None:
         raise history_not_found(history_id)
     return _history_from(row._mapping)
+
+
+def _touch_statement(history_id: str, values: dict[str, Any]) -> Update:
+    """`_touch`'s statement: bump the version, set `values` and return the history."""
+    return (
+        update(histories)
+        .where(H.id == history_id, _LIVE)
+        .values(version=H.version + 1, updated=utc_now(), **values)
+        .returning(*_COLUMNS)
+    )
 
 
 def _delete(connection: Connection, history_id: str) -> None:
@@ -698,8 +720,7 @@ def _remove_results(connection: Connection, history_id: str, tool_call_ids: Sequ
 def _why_not_updated(
     connection: Connection, history_id: str, expected_version: int
 ) -> HistoryNotFound | HistoryConflict:
-    result = connection.execute(select(H.version).where(H.id == history_id, H.deleted_at.is_(None)))
-    current = result.scalar_one_or_none()
+    current = connection.execute(_VERSION, {"history_id": history_id}).scalar_one_or_none()
     if current is None:
         return history_not_found(history_id)
     return HistoryConflict(history_id, expected_version=expected_version, current_version=current)
