@@ -1,8 +1,9 @@
-"""Test parts shared by the runtime and server tests: the scripted model with injected faults,
-and the notes application of tool-safety-classes.md as tools."""
+"""Test parts shared by the runtime and server tests: the scripted model with injected faults
+or held mid-turn, and the notes application of tool-safety-classes.md as tools."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any, Protocol, TypeVar
 
@@ -50,6 +51,34 @@ class FlakyModel:
             yield event
         if self.calls in self.fail_after_text_on:
             raise ModelError("injected failure after text")
+
+
+class GatedModel:
+    """The scripted model, keeping each request; once `armed`, it waits on `release` before
+    each step (a process that stops mid-turn, in the crash tests)."""
+
+    def __init__(self) -> None:
+        self.inner = ScriptedModel()
+        self.requests: list[ModelRequest] = []
+        self.armed = False
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+
+    @property
+    def name(self) -> str:
+        return "gated"
+
+    @property
+    def supports_tools(self) -> bool:
+        return True
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        if self.armed:
+            self.waiting.set()
+            await self.release.wait()
+        async for event in self.inner.stream(request):
+            yield event
 
 
 class RecordingModel(FlakyModel):

@@ -8,13 +8,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
+from doubles import GatedModel
 from handrail.runtime.agent import Agent
 from handrail.runtime.messages import FilePart, ToolResultMessage
-from handrail.runtime.models.base import ModelEvent, ModelRequest
-from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal, Turn
 from handrail.store import Store
@@ -30,31 +28,8 @@ NOTE = b"Lunch, 2 people\n"
 ASK = "ask_files " + json.dumps({"prompt": "Send the receipts.", "accept": ["image", "text"]})
 
 
-class Recording:
-    """The scripted model, keeping each request; once `armed`, it waits on `release` first."""
-
-    def __init__(self) -> None:
-        self.inner = ScriptedModel()
-        self.requests: list[ModelRequest] = []
-        self.armed = False
-        self.waiting = asyncio.Event()
-        self.release = asyncio.Event()
-
-    @property
-    def name(self) -> str:
-        return "recording"
-
-    @property
-    def supports_tools(self) -> bool:
-        return True
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
-        if self.armed:
-            self.waiting.set()
-            await self.release.wait()
-        async for event in self.inner.stream(request):
-            yield event
+class Recording(GatedModel):
+    """The gated scripted model, with what it showed of a files answer."""
 
     def files_shown(self) -> tuple[object, tuple[FilePart, ...]]:
         """The files answer's tool result of the last request: its JSON and its files."""

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from test_recovery import ALICE, GatedModel, ask_choice, dead, lapse, result, rows
+from test_recovery import ALICE, ask_choice, dead, lapse, result, rows
 
+from doubles import GatedModel
 from handrail.policy import ToolHints
 from handrail.runtime.agent import Agent
 from handrail.runtime.connected import ConnectionTool

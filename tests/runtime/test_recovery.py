@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from doubles import GatedModel
 from handrail.runtime.agent import Agent
-from handrail.runtime.models.base import ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal, Turn
@@ -20,31 +19,6 @@ from handrail.store import Store
 
 ALICE = Principal(user_id="alice")
 LEASE = 0.4
-
-
-class GatedModel:
-    """The scripted model, waiting on `release` before each step once `armed`."""
-
-    def __init__(self) -> None:
-        self.inner = ScriptedModel()
-        self.armed = False
-        self.waiting = asyncio.Event()
-        self.release = asyncio.Event()
-
-    @property
-    def name(self) -> str:
-        return "gated"
-
-    @property
-    def supports_tools(self) -> bool:
-        return True
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if self.armed:
-            self.waiting.set()
-            await self.release.wait()
-        async for event in self.inner.stream(request):
-            yield event
 
 
 def dead(runtime: Runtime) -> Runtime:
