@@ -212,3 +212,87 @@ async def test_a_write_alone_commits_or_rolls_back_what_its_statements_did(
 def _insert_twice(connection: Connection, key: int) -> None:
     _insert(connection, key, "once")
     _insert(connection, key, "twice")
+
+
+def _create_child(connection: Connection) -> None:
+    connection.execute(
+        text(
+            "CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL"
+            " REFERENCES t (id) DEFERRABLE INITIALLY DEFERRED)"
+        )
+    )
+
+
+def _insert_that_fails_to_commit(connection: Connection, key: int) -> None:
+    """An insert that breaks a deferred foreign key: SQLite refuses the ``COMMIT`` and keeps
+    the transaction open."""
+    _insert(connection, key, "orphan")
+    connection.execute(text("INSERT INTO child (id, parent) VALUES (:id, 999)"), {"id": key})
+
+
+async def test_a_write_whose_commit_fails_leaves_the_connection_usable(
+    db: tuple[Database, list[str]],
+) -> None:
+    database, _ = db
+    await database.write(_create_child)
+    with pytest.raises(IntegrityError, match="FOREIGN KEY constraint failed"):
+        await database.write(_insert_that_fails_to_commit, 1)
+    # Rolled back, SQLAlchemy's transaction too: the writer's connection goes on.
+    assert await database.write(_insert, 2, "b") == 2
+    assert await database.write(_in_transaction) == (False, True)
+    assert await database.read(_rows) == {2: "b"}
+
+
+def _deny_next_rollback(connection: Connection) -> None:
+    """Makes the next ``ROLLBACK`` on this connection fail with SQLite's own ``not
+    authorized`` (a real failing rollback: the driver prepares the statement, which the
+    authorizer refuses once)."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    denied: list[str] = []
+
+    def authorize(action: int, first: str | None, *_: object) -> int:
+        if action == sqlite3.SQLITE_TRANSACTION and first == "ROLLBACK" and not denied:
+            denied.append(first)
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    driver.set_authorizer(authorize)
+
+
+def _allow_all(connection: Connection) -> None:
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    driver.set_authorizer(None)
+
+
+def _fail_and_fail_to_roll_back(connection: Connection, key: int) -> None:
+    _deny_next_rollback(connection)
+    _insert_then_fail(connection, key)
+
+
+def _fail_to_commit_and_to_roll_back(connection: Connection, key: int) -> None:
+    _deny_next_rollback(connection)
+    _insert_that_fails_to_commit(connection, key)
+
+
+async def test_a_failing_rollback_never_hides_the_error_that_caused_it(
+    db: tuple[Database, list[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    database, _ = db
+    await database.write(_create_child)
+    with pytest.raises(ValueError, match="work 1 failed after its insert") as failed:
+        await database.write(_fail_and_fail_to_roll_back, 1)
+    assert failed.value.__context__ is None  # raised as it was, not over the rollback's
+    with pytest.raises(IntegrityError, match="FOREIGN KEY constraint failed"):
+        await database.write(_fail_to_commit_and_to_roll_back, 2)
+    rollbacks = [r for r in caplog.records if r.name == "handrail.store"]
+    assert [r.getMessage() for r in rollbacks] == [
+        "Rolling back after ValueError failed too.",
+        "Rolling back after IntegrityError failed too.",
+    ]
+    assert all(r.exc_info and "not authorized" in str(r.exc_info[1]) for r in rollbacks)
+    # The transactions left open were rolled back when the connection next began one.
+    await database.write(_allow_all)
+    assert await database.write(_insert, 3, "c") == 3
+    assert await database.read(_rows) == {3: "c"}

@@ -119,6 +119,8 @@ _SAVE: Final = f"SAVEPOINT {_SAVEPOINT}"
 _UNDO: Final = f"ROLLBACK TO {_SAVEPOINT}"
 _RELEASE: Final = f"RELEASE {_SAVEPOINT}"
 
+log = logging.getLogger("handrail.store")
+
 #: The name of handrail's engines in SQLAlchemy's logs: they log to
 #: ``sqlalchemy.engine.Engine.handrail``.
 LOGGING_NAME: Final = "handrail"
@@ -300,18 +302,33 @@ def _commit(connection: Connection, driver: sqlite3.Connection) -> None:
             connection.commit()
         else:
             driver.commit()
-    except BaseException:
-        _roll_back(connection, driver)
+    except BaseException as error:
+        _roll_back_after(error, connection, driver)
         raise
 
 
 def _roll_back(connection: Connection, driver: sqlite3.Connection) -> None:
-    """Roll back the transaction `Database._begin` began on `connection` (a no-op when SQLite
-    rolled it back already)."""
-    if connection.in_transaction():
+    """Roll back the transaction `Database._begin` began on `connection`: SQLAlchemy's when
+    its own joined it (one whose commit failed stays there, no longer active, and the
+    connection refuses every statement until it is rolled back), and the driver's unless that
+    rolled it back already or SQLite did."""
+    if connection.get_transaction() is not None:
         connection.rollback()
-    else:
+    if driver.in_transaction:
         driver.rollback()
+
+
+def _roll_back_after(
+    error: BaseException, connection: Connection, driver: sqlite3.Connection
+) -> None:
+    """`_roll_back` in the handler of `error`, the error the caller then sees: a rollback that
+    fails too is logged, never raised in its place. The transaction it left open is rolled back
+    when the connection next begins one (`Database._begin`)."""
+    try:
+        _roll_back(connection, driver)
+    except Exception as failed:
+        failed.__suppress_context__ = True  # `error` is the caller's to show, not the log's
+        log.warning("Rolling back after %s failed too.", type(error).__name__, exc_info=failed)
 
 
 def _busy(error: BaseException) -> bool:
@@ -523,8 +540,8 @@ class Database:
         self._begin(connection, driver, writes)
         try:
             result = work(connection, *args)
-        except BaseException:
-            _roll_back(connection, driver)
+        except BaseException as error:
+            _roll_back_after(error, connection, driver)
             raise
         _commit(connection, driver)
         return result
@@ -578,8 +595,8 @@ class Database:
                     else:
                         driver.execute(_RELEASE)
                         outcomes.append((result, None))
-            except BaseException:
-                _roll_back(connection, driver)
+            except BaseException as error:
+                _roll_back_after(error, connection, driver)
                 raise
             _commit(connection, driver)
         except Exception:
