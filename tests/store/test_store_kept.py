@@ -1,6 +1,7 @@
 """PostgreSQL: the connections kept between transactions (`handrail.store.kept`) never leave
 whoever waits on the pool waiting while they sit idle, and autocommit work on them commits
-each statement while a transaction on the same connection stays whole."""
+each statement while a transaction on the same connection stays whole, and a rollback that
+fails never hides the error that caused it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from _pg import PostgresCluster
+from handrail.store import Database
 from handrail.store.db import driver_url
 from handrail.store.kept import Kept
 
@@ -95,3 +97,33 @@ async def test_a_transaction_that_ends_after_close_gives_its_connection_back(
     finally:
         await greenlet_spawn(kept.close)
         await engine.dispose()
+
+
+def _lose_the_connection_then_fail(connection: Connection) -> None:
+    """The connection goes (asyncpg's own closes at once) while a transaction is open, then
+    the work fails: the rollback after it fails too."""
+    connection.execute(text("SELECT 1"))
+    adapter: Any = connection.connection.dbapi_connection
+    adapter._connection.terminate()
+    raise LookupError("the work's own error")
+
+
+def _two(connection: Connection) -> int:
+    return int(connection.execute(text("SELECT 2")).scalar_one())
+
+
+@pytest.mark.parametrize("how", ["write", "snapshot"])  # a kept connection, one of the pool's
+async def test_a_failing_rollback_never_hides_the_error_that_caused_it(
+    postgres_cluster: PostgresCluster, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = Database(postgres_cluster.new_database_url())
+    try:
+        with pytest.raises(LookupError, match="the work's own error"):
+            await getattr(database, how)(_lose_the_connection_then_fail)
+        (logged,) = [r for r in caplog.records if r.name == "handrail.store"]
+        assert logged.getMessage() == "Rolling back after LookupError failed too."
+        assert logged.exc_info
+        assert "connection is closed" in str(logged.exc_info[1])
+        assert await getattr(database, how)(_two) == 2  # on another connection
+    finally:
+        await database.close()

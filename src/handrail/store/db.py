@@ -61,7 +61,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from handrail.errors import ConfigError
-from handrail.store.kept import Kept
+from handrail.store.kept import Kept, in_transaction, roll_back_after
 from handrail.store.threads import Workers, Writer
 
 __all__ = [
@@ -118,8 +118,6 @@ _SAVEPOINT: Final = "handrail_write"
 _SAVE: Final = f"SAVEPOINT {_SAVEPOINT}"
 _UNDO: Final = f"ROLLBACK TO {_SAVEPOINT}"
 _RELEASE: Final = f"RELEASE {_SAVEPOINT}"
-
-log = logging.getLogger("handrail.store")
 
 #: The name of handrail's engines in SQLAlchemy's logs: they log to
 #: ``sqlalchemy.engine.Engine.handrail``.
@@ -268,8 +266,8 @@ def _strip_values(context: ExceptionContext) -> None:
 def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
     """In a greenlet (`greenlet_spawn`): `work` in a transaction of `engine`, a connection
     of its pool; committed when it returns, rolled back when it raises."""
-    with engine.begin() as connection:
-        return work(connection, *args)
+    with engine.connect() as connection:
+        return in_transaction(connection, work, args)
 
 
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
@@ -303,7 +301,7 @@ def _commit(connection: Connection, driver: sqlite3.Connection) -> None:
         else:
             driver.commit()
     except BaseException as error:
-        _roll_back_after(error, connection, driver)
+        roll_back_after(error, functools.partial(_roll_back, connection, driver))
         raise
 
 
@@ -316,19 +314,6 @@ def _roll_back(connection: Connection, driver: sqlite3.Connection) -> None:
         connection.rollback()
     if driver.in_transaction:
         driver.rollback()
-
-
-def _roll_back_after(
-    error: BaseException, connection: Connection, driver: sqlite3.Connection
-) -> None:
-    """`_roll_back` in the handler of `error`, the error the caller then sees: a rollback that
-    fails too is logged, never raised in its place. The transaction it left open is rolled back
-    when the connection next begins one (`Database._begin`)."""
-    try:
-        _roll_back(connection, driver)
-    except Exception as failed:
-        failed.__suppress_context__ = True  # `error` is the caller's to show, not the log's
-        log.warning("Rolling back after %s failed too.", type(error).__name__, exc_info=failed)
 
 
 def _busy(error: BaseException) -> bool:
@@ -541,7 +526,7 @@ class Database:
         try:
             result = work(connection, *args)
         except BaseException as error:
-            _roll_back_after(error, connection, driver)
+            roll_back_after(error, functools.partial(_roll_back, connection, driver))
             raise
         _commit(connection, driver)
         return result
@@ -596,7 +581,7 @@ class Database:
                         driver.execute(_RELEASE)
                         outcomes.append((result, None))
             except BaseException as error:
-                _roll_back_after(error, connection, driver)
+                roll_back_after(error, functools.partial(_roll_back, connection, driver))
                 raise
             _commit(connection, driver)
         except Exception:

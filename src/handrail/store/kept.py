@@ -16,14 +16,41 @@ between their awaits.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 
-__all__ = ["Kept"]
+__all__ = ["Kept", "in_transaction", "roll_back_after"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("handrail.store")
+
+
+def in_transaction(connection: Connection, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """`work` in a transaction on `connection`: committed when it returns, rolled back when it
+    or the commit raises, by `roll_back_after` (SQLAlchemy's ``with begin()`` would raise a
+    rollback's error in place of the one that caused it)."""
+    transaction = connection.begin()
+    try:
+        result = work(connection, *args)
+        transaction.commit()
+    except BaseException as error:
+        roll_back_after(error, transaction.rollback)
+        raise
+    return result
+
+
+def roll_back_after(error: BaseException, roll_back: Callable[[], object]) -> None:
+    """`roll_back()` in the handler of `error`, the error the caller then sees: a rollback that
+    fails too (the connection lost, say) is logged, never raised in its place."""
+    try:
+        roll_back()
+    except Exception as failed:
+        failed.__suppress_context__ = True  # `error` is the caller's to show, not the log's
+        log.warning("Rolling back after %s failed too.", type(error).__name__, exc_info=failed)
 
 
 class Kept:
@@ -47,8 +74,7 @@ class Kept:
         it raises."""
         connection = self._take()
         try:
-            with connection.begin():
-                return work(connection, *args)
+            return in_transaction(connection, work, args)
         finally:
             self._give(connection)
 
