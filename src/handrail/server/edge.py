@@ -92,8 +92,9 @@ class Edge:
                 message["headers"] = headers
             await send(message)
 
-        if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
-            problem = unstorable_text(url_text_problems(scope)).to_problem()
+        nul = url_text_problems(scope)
+        if nul:
+            problem = unstorable_text(nul).to_problem()
             await problem_response(scope, problem)(scope, receive, send_with_id)
             return
         scope["starlette.exception_handlers"] = self._in_scope
