@@ -1,14 +1,20 @@
 """A `files` answer whose process stopped after it was committed: the process that takes the
 turn over shows the model the same files, byte for byte, as the answering process would have.
 Uploads are read again; a data URL's bytes, which no row may hold, are kept in the blob store
-(as an upload of the owner) while the answer's turn holds its lease, and removed after."""
+(as an upload of the owner) while the answer's turn holds its lease, and removed after. They
+are kept once the answer that names them commits: a process that stops at any point leaves no
+copy that nothing names."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+from pathlib import Path
 from typing import Any
+
+import pytest
+from sqlalchemy import select
 
 from doubles import GatedModel
 from handrail.runtime.agent import Agent
@@ -16,6 +22,8 @@ from handrail.runtime.messages import FilePart, ToolResultMessage
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal, Turn
 from handrail.store import Store
+from handrail.store.db import all_rows
+from handrail.store.tables import files
 
 ALICE = Principal(user_id="alice")
 LEASE = 0.4
@@ -41,12 +49,8 @@ class Recording(GatedModel):
         return shown
 
 
-async def _answered(
-    runtime: Runtime, model: Recording, store: Store
-) -> tuple[Turn, dict[str, Any], str]:
-    """Ask for files, answer with an upload and a data URL, and wait until the answer is
-    committed and the model is about to reply: the answer's turn, the answer, and the id of
-    the data URL's kept copy (named by the lease)."""
+async def _asked(runtime: Runtime, store: Store) -> tuple[Turn, dict[str, Any]]:
+    """Ask for files: the ask's turn and an answer with an upload and a data URL."""
     turn = await runtime.start_prompt(ALICE, ASK)
     events = [e async for e in turn.stream()]
     call_id = next(e["ask"]["toolCallId"] for e in events if "ask" in e)
@@ -56,7 +60,16 @@ async def _answered(
         {"fileId": upload.id, "filename": "receipt.png", "mimeType": "image/png", "size": len(PNG)},
         {"url": note_url, "filename": "note.txt", "mimeType": "text/plain", "size": len(NOTE)},
     ]
-    answer = {"toolCallId": call_id, "action": "accept", "content": {"files": refs}}
+    return turn, {"toolCallId": call_id, "action": "accept", "content": {"files": refs}}
+
+
+async def _answered(
+    runtime: Runtime, model: Recording, store: Store
+) -> tuple[Turn, dict[str, Any], str]:
+    """Ask for files, answer with an upload and a data URL, and wait until the answer is
+    committed and the model is about to reply: the answer's turn, the answer, and the id of
+    the data URL's kept copy (named by the lease)."""
+    turn, answer = await _asked(runtime, store)
     model.armed = True
     answering = await runtime.start_answer(ALICE, turn.history_id, answer)
     await model.waiting.wait()
@@ -143,3 +156,85 @@ async def test_a_taken_over_files_answer_whose_upload_is_gone_is_pending_again(
     await turn_a.result()
     await a.aclose()
     await b.aclose()
+
+
+async def _left(store: Store, blobs: Path) -> tuple[list[str], list[str]]:
+    """The live uploads (their ids) and the blobs in the blob store (their keys)."""
+    rows = await store.db.read(all_rows, select(files.c.id).where(files.c.deleted_at.is_(None)))
+    return sorted(r.id for r in rows), sorted(p.name for p in blobs.iterdir())
+
+
+def _stops_here(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> asyncio.Event:
+    """A process that stops when it calls `owner.name`: the call never returns (and runs no
+    clean-up after it, as a crash would not); the event is set once it is reached."""
+    reached = asyncio.Event()
+
+    async def stopped(*_args: object, **_kwargs: object) -> None:
+        reached.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(owner, name, stopped)
+    return reached
+
+
+async def test_a_process_that_stops_before_the_answer_commits_leaves_no_copy(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
+    turn, answer = await _asked(runtime, store)
+    before = await _left(store, tmp_path / "blobs")
+    committing = _stops_here(monkeypatch, store.histories, "apply")
+    answering = asyncio.ensure_future(runtime.start_answer(ALICE, turn.history_id, answer))
+    await committing.wait()
+    # Were the process to stop now, nothing would ever name a copy of the data URL's bytes:
+    # there is none yet (only the person's upload, in a row and in the blob store).
+    assert await _left(store, tmp_path / "blobs") == before
+    answering.cancel()
+    monkeypatch.undo()
+    await runtime.aclose()
+
+
+async def test_a_process_that_stops_before_keeping_the_copy_puts_the_ask_back(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = _dead(Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE))
+    b = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
+    turn, answer = await _asked(a, store)
+    before = await _left(store, tmp_path / "blobs")
+    # The answer commits (its lease names the copy), then the process stops before the copy.
+    keeping = _stops_here(monkeypatch, a.store.files, "create")
+    answering = asyncio.ensure_future(a.start_answer(ALICE, turn.history_id, answer))
+    await keeping.wait()
+    monkeypatch.undo()
+    lease = await store.leases.get(turn.history_id)
+    assert lease is not None
+    [kept] = lease.state["keptFiles"]
+    await asyncio.sleep(LEASE * 1.5)
+    [taken] = await b.recovery.sweep()
+    done = (await taken.result()).to_json()
+    assert done["pendingAsk"]["toolCallId"] == answer["toolCallId"]
+    assert await store.leases.get(turn.history_id) is None
+    assert await store.files.get(kept) is None
+    assert await _left(store, tmp_path / "blobs") == before
+    answering.cancel()
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_an_answer_whose_copy_cannot_be_kept_goes_on(
+    store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = Recording()
+    runtime = Runtime(store=store, agents=Agent("ops"), model=model, lease_s=LEASE)
+    turn, answer = await _asked(runtime, store)
+
+    async def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.files, "create", full)
+    done = (await (await runtime.start_answer(ALICE, turn.history_id, answer)).result()).to_json()
+    assert done["text"].startswith("ask_files returned: ")
+    _, parts = model.files_shown()
+    assert [p.data for p in parts] == [PNG, NOTE]
+    assert "could not keep the files of an answer" in caplog.text
+    await runtime.aclose()

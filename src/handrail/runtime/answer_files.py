@@ -5,7 +5,10 @@ So that a process taking the answer's turn over after a crash shows the model th
 the bytes of each data URL are kept as an upload of the history's owner while the turn holds
 its lease (`keep_answer_files`, named in the lease's state, never in a row), read again with
 the answer's uploads (`recovered_answer_files`), and removed once the turn no longer needs
-them (`after_answer`).
+them (`after_answer`). The copies' ids (`kept_file_ids`) are in the lease the answer commits,
+and the copies are made after that commit: a process that stops before it leaves no copy
+that nothing names, one that stops after it leaves copies its lease names (or misses some,
+and whoever takes the turn over puts the ask back and removes the others).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
+from .._util import new_id
 from ..asks import (
     AskValidationError,
     check_ask_file_bytes,
@@ -94,25 +98,36 @@ async def load_answer_files(
     return {"action": "accept", "content": {"files": stored}}, tuple(parts)
 
 
-async def keep_answer_files(
-    store: Store, owner_id: str, stored: dict[str, Any], parts: Sequence[FilePart]
-) -> list[str]:
-    """Keep the bytes of each file of the stored answer `stored` that names no upload (a data
-    URL) as an upload of `owner_id`; their ids, in the answer's order."""
-    kept: list[str] = []
+def kept_file_ids(stored: dict[str, Any], parts: Sequence[FilePart]) -> list[str]:
+    """A new id for the kept copy of each file of the stored answer `stored` that names no
+    upload (a data URL), in the answer's order; none when it shows the model no files."""
     if not parts:
-        return kept
+        return []
+    return [new_id() for entry in stored["content"]["files"] if "fileId" not in entry]
+
+
+async def keep_answer_files(
+    store: Store,
+    owner_id: str,
+    stored: dict[str, Any],
+    parts: Sequence[FilePart],
+    kept: Sequence[str],
+) -> None:
+    """Once the answer and its lease, which names `kept` (`kept_file_ids`), are committed:
+    keep the bytes of each file of `stored` that names no upload as the upload of `owner_id`
+    with the next id of `kept`. A failure is logged: the turn goes on with the bytes it holds,
+    and only a process that takes it over would miss them."""
+    if not kept:
+        return
+    ids = iter(kept)
     try:
         for entry, part in zip(stored["content"]["files"], parts, strict=True):
             if "fileId" not in entry:
-                record = await store.files.create(
-                    owner_id, part.filename, part.mime_type, part.data
+                await store.files.create(
+                    owner_id, part.filename, part.mime_type, part.data, file_id=next(ids)
                 )
-                kept.append(record.id)
-    except BaseException:
-        await drop_kept_files(store, kept)
-        raise
-    return kept
+    except Exception:
+        log.warning("could not keep the files of an answer for a takeover", exc_info=True)
 
 
 async def recovered_answer_files(

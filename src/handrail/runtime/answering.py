@@ -30,9 +30,9 @@ from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import AskStatus, History, HistoryChange, StoredRow
 from .answer_files import (
     after_answer,
-    drop_kept_files,
     invalid_answer,
     keep_answer_files,
+    kept_file_ids,
     load_answer_files,
 )
 from .answer_run import answer_run
@@ -282,8 +282,9 @@ class Answering:
         }
         if forward is not None:
             lease_state["forward"] = forward
-        # A data URL's bytes, kept for a process that takes the turn over (`answer_files.py`).
-        kept = await keep_answer_files(self.store, history.owner_id, stored, parts)
+        # A data URL's bytes, kept for a process that takes the turn over once the answer that
+        # names them commits (`answer_files.py`).
+        kept = kept_file_ids(stored, parts)
         if kept:
             lease_state["keptFiles"] = kept
         resolved = user_ask_resolved(
@@ -301,13 +302,10 @@ class Answering:
             audit=[record],
             events=[resolved],
         )
-        try:
-            answered = await compare_and_set(
-                self.store, history.id, lambda _now: answer_change, current=history, attempts=1
-            )
-        except BaseException:
-            await drop_kept_files(self.store, kept)
-            raise
+        answered = await compare_and_set(
+            self.store, history.id, lambda _now: answer_change, current=history, attempts=1
+        )
+        await keep_answer_files(self.store, history.owner_id, stored, parts, kept)
         turn = Turn(history.id, user_id=history.owner_id)
         if forward is not None:
             relay = self.runtime.forwarder.relay(

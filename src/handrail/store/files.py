@@ -28,8 +28,18 @@ class FileRepo:
         self._db = db
         self._blobs = blobs
 
-    async def create(self, owner_id: str, filename: str, mime_type: str, data: bytes) -> FileRecord:
-        file_id = new_id()
+    async def create(
+        self,
+        owner_id: str,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        *,
+        file_id: str | None = None,
+    ) -> FileRecord:
+        """A new file of `owner_id` with the bytes `data`, under `file_id` when it is given (an
+        id chosen before, from `new_id`), else a new one."""
+        file_id = file_id or new_id()
         values: dict[str, Any] = {
             "id": file_id,
             "owner_id": owner_id,
