@@ -73,11 +73,10 @@ from .mcp_parked import (
 )
 from .mcp_rounds import (
     INPUT_ROUNDS_MAX,
-    RETRIED,
     URL_REQUIRED,
-    next_consent,
+    consented,
     next_key,
-    refused_text,
+    refused_round,
     request_args,
     request_json,
     responses_of,
@@ -456,15 +455,7 @@ class McpLink:
         key = str(state.get("key"))
         state["responses"] = {**dict(state.get("responses") or {}), key: dict(answer)}
         if state.get("protocol") == URL_REQUIRED:
-            refused = refused_text(state, self.name, tool)
-            if refused is not None:
-                raise McpCallFailed(refused, code="TOOL_SERVER_ERROR")
-            if next_key(state) is not None:
-                raise next_consent(state, self.name)
-            again = {"round": state.get("round"), "restarted": bool(state.get("restarted"))}
-            retry = state.get("retry")
-            if isinstance(retry, Mapping):
-                again = {**{k: retry[k] for k in RETRIED if k in retry}, **again}
+            again = consented(state, self.name, tool)
             return await self._start(tool, dict(arguments), limit, again)
         client = await self._client()
         return await self._rounds(client, tool, dict(arguments), limit, state)
@@ -601,13 +592,7 @@ class McpLink:
                     client, tool, arguments, limit, responses, state.get("requestState")
                 )
             except _UrlRequired as refused:
-                rounds = int(state.get("round") or 0) + 1
-                again = bool(state.get("restarted"))
-                # A refused retry is sent again with what it carried (see `mcp_rounds`).
-                carried = state.get("order") or state.get("requestState") is not None
-                retry: dict[str, Any] | None = None
-                if carried:
-                    retry = {k: state[k] for k in RETRIED if k in state}
+                rounds, again, retry = refused_round(state)
                 raise self._url_required(tool, refused.error, rounds, limit, again, retry) from None
             except _StateRejected:
                 if state.get("restarted"):

@@ -38,8 +38,10 @@ __all__ = [
     "RETRIED",
     "URL_ELICITATIONS_MAX",
     "URL_REQUIRED",
+    "consented",
     "next_consent",
     "next_key",
+    "refused_round",
     "refused_text",
     "request_args",
     "request_json",
@@ -171,6 +173,36 @@ def next_consent(state: Mapping[str, Any], server: str) -> ElicitationNeeded:
     assert key is not None
     request = ElicitationRequest(**request_args(state["requests"][key], server))
     return ElicitationNeeded(request, {**state, "key": key})
+
+
+def refused_round(state: Mapping[str, Any]) -> tuple[int, bool, dict[str, Any] | None]:
+    """A 2026-07-28 call at round `state` refused with -32042: the URL-required round's
+    number, whether the call was started over, and what the refused request carried to send
+    again (`RETRIED`; None for a first call, sent again plain)."""
+    rounds = int(state.get("round") or 0) + 1
+    again = bool(state.get("restarted"))
+    carried = state.get("order") or state.get("requestState") is not None
+    retry: dict[str, Any] | None = None
+    if carried:
+        retry = {k: state[k] for k in RETRIED if k in state}
+    return rounds, again, retry
+
+
+def consented(state: Mapping[str, Any], server: str, tool: str) -> dict[str, Any]:
+    """A URL-required round with its latest answer in `state`: once every URL is consented
+    to, the state to send the refused request again with (``{round, restarted}`` and what a
+    refused 2026-07-28 retry carried). Raises the `McpCallFailed` of a decline or cancel, or
+    the `ElicitationNeeded` of the next URL."""
+    refused = refused_text(state, server, tool)
+    if refused is not None:
+        raise McpCallFailed(refused, code="TOOL_SERVER_ERROR")
+    if next_key(state) is not None:
+        raise next_consent(state, server)
+    again: dict[str, Any] = {"round": state.get("round"), "restarted": bool(state.get("restarted"))}
+    retry = state.get("retry")
+    if isinstance(retry, Mapping):
+        again = {**{k: retry[k] for k in RETRIED if k in retry}, **again}
+    return again
 
 
 def too_many_rounds(server: str, tool: str) -> McpCallFailed:
