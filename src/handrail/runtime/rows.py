@@ -10,16 +10,26 @@ display only and never replayed; the held tool call's own rows are.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from ..asks import AskKind
+from ..asks.text import cut_text
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 
 Row = dict[str, Any]
 
+#: The longest title a conversation gets from its first message (`title_of`).
+TITLE_MAX: Final = 60
+
 
 def user_row(text: str) -> Row:
     return {"type": "user", "text": text}
+
+
+def title_of(prompt: str) -> str | None:
+    """A conversation's title from its first message: the first line, cut."""
+    first = prompt.strip().splitlines()
+    return cut_text(first[0], TITLE_MAX) if first else None
 
 
 def assistant_row(text: str) -> Row:

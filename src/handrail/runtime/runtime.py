@@ -25,7 +25,6 @@ from typing import Any, Final, cast
 from .._util import new_id, utc_now
 from ..asks import ASK_SURFACES, AskSurface, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
-from ..asks.text import cut_text
 from ..errors import (
     AnswerIdMissing,
     AnswerNotObject,
@@ -40,9 +39,8 @@ from ..errors import (
     UnknownSurface,
 )
 from ..store import LeaseLost, Store, TurnState, UserEvent, request_record
-from ..store.audit import OpenGate, audit_record
+from ..store.audit import audit_record
 from ..store.events import ask_created_event as user_ask_created
-from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import (
     UNSET,
     ConfirmationRecord,
@@ -58,7 +56,6 @@ from .agent import Agent, SourcedSets
 from .answering import Answering, ask_meta, held_arguments, not_pending_detail
 from .approvals import (
     ANSWER_VIAS,
-    answered_record,
     apply_rules,
     asked_record,
     call_status,
@@ -71,11 +68,12 @@ from .events import (
     ask_resolved_event,
     done_event,
     error_event,
-    tool_result_event,
 )
+from .expiring import GateSweep
 from .forwarding import Forwarder
-from .gate import Answer, gate_for, queued_asks, queued_denials, uncertain_confirmation
+from .gate import Answer, gate_for, queued_denials
 from .instructions import ResolvedInstructions, resolve_instructions
+from .message_arrival import MessageArrival
 from .messages import (
     Message,
     UserMessage,
@@ -87,7 +85,7 @@ from .models.base import Model, ModelError
 from .page_tools import DEFAULT_PAGE_TOOL_TIMEOUT, PageTools, read_page_tools, stored_page_tools
 from .prompting import TurnSetup, build_turn_setup
 from .recovery import DEFAULT_LEASE_S, Recovery
-from .rows import Row, result_row, rows_to_messages, user_row
+from .rows import Row, result_row, rows_to_messages, title_of, user_row
 from .running import RunningBoard
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
@@ -95,8 +93,6 @@ from .turn import Principal, Turn, TurnStopped
 
 log = logging.getLogger("handrail.runtime")
 
-TITLE_MAX: Final = 60
-CANCEL_BY_MESSAGE: Final = {"action": "cancel", "reason": "user_sent_message"}
 #: The error of a turn whose conversation was deleted while it ran.
 DELETED_DURING_TURN: Final = "The conversation was deleted during the turn."
 
@@ -140,6 +136,10 @@ class Runtime:
         self.last_commits = LastCommits()
         #: The answers to pending asks (`answering.py`).
         self.answering = Answering(self)
+        #: The open gates that are due (`expiring.py`).
+        self.gate_sweep = GateSweep(self)
+        #: What a message does first to a conversation that waits (`message_arrival.py`).
+        self.arrival = MessageArrival(self)
         self._built: list[Model] = []
         if not lease_s > 0:
             raise ConfigError(f"lease_s must be a positive number of seconds, not {lease_s!r}")
@@ -398,63 +398,9 @@ class Runtime:
         )
 
     async def sweep_gates(self, now: dt.datetime | None = None) -> list[Turn]:
-        """Expire and remind the open gates that are due (`Recovery` calls it on its sweep).
-
-        An expired gate is cancelled with reason ``expired`` through the answer path, so its
-        gate releases what it holds, the model is told (its held call did not run) and the
-        audit log records ``gate.expired``; an expiry never approves. A gate past its
-        ``remindAt`` is marked reminded once (``gate.reminded`` in the audit log). Returns the
-        turns the expiries resumed."""
-        moment = now or utc_now()
-        turns: list[Turn] = []
-        for gate in await self.store.audit.due(moment):
-            if gate.expires is not None and gate.expires <= moment:
-                cancel = {"toolCallId": gate.ask_id, "action": "cancel", "reason": "expired"}
-                try:
-                    turns.append(
-                        await self._answer(
-                            Principal(user_id=gate.owner_id),
-                            gate.history_id,
-                            cancel,
-                            surface="full",
-                            via="expiry",
-                            approver=False,
-                            system=True,
-                        )
-                    )
-                except (NotPending, HistoryNotFound):
-                    await self.store.audit.drop(gate.history_id, gate.ask_id)
-                except Exception:
-                    log.warning("could not expire the ask %s", gate.ask_id, exc_info=True)
-            else:
-                await self._remind(gate, moment)
-        return turns
-
-    async def _remind(self, gate: OpenGate, moment: dt.datetime) -> None:
-        """Mark a gate reminded once, with its audit record and ``ask.reminder`` (webhooks and
-        email send it) in one transaction, then publish the reminder."""
-        history = await self.store.histories.get(gate.history_id)
-        pending = history.pending_ask if history is not None else None
-        current = pending is not None and pending.tool_call_id == gate.ask_id
-        events = (
-            [user_ask_created(gate.owner_id, gate.history_id, pending, kind="ask.reminder")]
-            if pending is not None and current
-            else []
-        )
-        record = audit_record(
-            actor="handrail",
-            action="gate.reminded",
-            subject=gate.ask_id,
-            changes={"askId": gate.ask_id, "origin": gate.origin},
-            history_id=gate.history_id,
-            owner_id=gate.owner_id,
-            tool=gate.tool,
-        )
-        if await self.store.audit.remind(
-            gate.history_id, gate.ask_id, moment, records=[record], events=events
-        ):
-            for event in events:
-                await self.publish(event)
+        """Expire and remind the open gates that are due (`GateSweep`); `Recovery` calls it on
+        its sweep. Returns the turns the expiries resumed."""
+        return await self.gate_sweep.sweep(now)
 
     async def publish(self, event: UserEvent) -> None:
         """Publish `event` on the store's event bus (see `handrail.store.events`)."""
@@ -636,105 +582,14 @@ class Runtime:
     async def _cancel_pending_for_message(
         self, turn: Turn, history: History, prompt: str, via: str = "headless"
     ) -> tuple[History, bool]:
-        """Record ``cancel: user_sent_message`` for a pending ask, once even when two prompts
-        race; when another answer resolved it first, go on without ``{askResolved}``.
-
-        The message is stored with the cancel, in the same transaction, under a lease on the
-        rest of the turn: a crash after it loses neither. Returns the history and whether the
-        message was stored."""
-        cancelled: list[PendingAsk] = []
-
-        def cancel(current: History) -> HistoryChange | None:
-            cancelled.clear()
-            pending = current.pending_ask
-            if pending is None:
-                return None
-            cancelled.append(pending)
-            gate = gate_for(pending)
-            return HistoryChange(
-                append=[
-                    result_row(pending.tool_call_id, gate.tool_name(pending), CANCEL_BY_MESSAGE),
-                    *gate.denial_rows(pending, "user_sent_message"),
-                    *queued_denials(queued_asks(pending), "user_sent_message"),
-                    user_row(prompt),
-                ],
-                ask_status={pending.tool_call_id: "cancelled"},
-                pending_ask=None,
-                title=_title_of(prompt) if current.title is None else _keep(),
-                lease=self.new_lease(history.id, {"kind": "prompt", "prompt": prompt}),
-                events=[
-                    user_ask_resolved(
-                        current.owner_id, current.id, pending, "cancel", reason="user_sent_message"
-                    )
-                ],
-                audit=[
-                    answered_record(
-                        pending,
-                        CANCEL_BY_MESSAGE,
-                        history_id=current.id,
-                        owner_id=current.owner_id,
-                        actor=current.owner_id,
-                        via=via,
-                        holds_call=gate.holds_call,
-                        action="gate.cancelled",
-                    )
-                ],
-            )
-
-        if history.pending_ask is None:
-            return history, False
-        history = await compare_and_set(self.store, history.id, cancel, current=history)
-        for pending in cancelled:
-            for held in [pending, *queued_asks(pending)]:
-                await self._calls.release(
-                    held, "user_sent_message", user_id=history.owner_id, history_id=history.id
-                )
-            await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
-        return history, bool(cancelled)
+        """The message's cancel of the ask the history waits on (`MessageArrival`)."""
+        return await self.arrival.cancel_pending(turn, history, prompt, via)
 
     async def _report_uncertain(
         self, turn: Turn, history: History, records: list[ConfirmationRecord]
     ) -> History:
-        """A side effect whose confirmation was consumed but whose outcome was never recorded
-        (the process died while sending) is uncertain: the model reads
-        ``TOOL_EXECUTION_UNCERTAIN`` as its call's result, once, and it is never resent.
-        `records` are the history's confirmations, read with it."""
-        now = utc_now()
-        uncertain = []
-        for record in records:
-            if record.state == "consumed" and record.lease_until and record.lease_until <= now:
-                record = await self.store.confirmations.reconcile(record.id, now)
-            if record.state == "uncertain":
-                uncertain.append(record)
-        if not uncertain:
-            return history
-        missing: list[ConfirmationRecord] = []
-
-        async def report(current: History) -> HistoryChange | None:
-            rows = await self.store.histories.rows(current.id)
-            answered = {
-                r.data.get("toolCallId") for r in rows if r.data.get("type") == "tool-result"
-            }
-            missing[:] = [r for r in uncertain if r.tool_call_id not in answered]
-            if not missing:
-                return None
-            return HistoryChange(
-                append=[
-                    result_row(
-                        r.tool_call_id, r.tool_name, uncertain_confirmation(r.id), is_error=True
-                    )
-                    for r in missing
-                ]
-            )
-
-        history = await compare_and_set(self.store, history.id, report, current=history)
-        for record in missing:
-            await turn.emit(
-                tool_result_event(
-                    record.tool_call_id, record.tool_name, uncertain_confirmation(record.id)
-                )
-            )
-        return history
+        """The uncertain side effects the model reads first (`MessageArrival`)."""
+        return await self.arrival.report_uncertain(turn, history, records)
 
     async def _answer_turn(
         self, run: TurnRun, pending: PendingAsk, answer: Answer, *, recovering: bool = False
@@ -1067,14 +922,8 @@ def _cancel_paused(
 def _title_for(run: TurnRun) -> str | None:
     for row in run.rows:
         if row.get("type") == "user":
-            return _title_of(str(row.get("text", "")))
+            return title_of(str(row.get("text", "")))
     return None
-
-
-def _title_of(prompt: str) -> str | None:
-    """A conversation's title from its first message: the first line, cut."""
-    first = prompt.strip().splitlines()
-    return cut_text(first[0], TITLE_MAX) if first else None
 
 
 def _release(run: TurnRun) -> Any:
