@@ -130,6 +130,46 @@ def iso(moment: dt.datetime) -> str:
     return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
+# --- JSON text ----------------------------------------------------------------------------------
+
+_MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
+
+
+def json_encoder(
+    *,
+    ensure_ascii: bool = True,
+    allow_nan: bool = True,
+    sort_keys: bool = False,
+    separators: tuple[str, str] = (", ", ": "),
+) -> Callable[[Any], str]:
+    """``json.JSONEncoder(...).encode`` with these options, built once: the same text, in one
+    call of the C encoder (`JSONEncoder.encode` goes through two Python calls and builds a C
+    encoder at each call, which costs more than encoding a small value). Without the circular
+    check (a value that holds itself raises `RecursionError`, not `ValueError`): the C
+    encoder's record of the objects it is in keeps an entry after an error, which would wrongly
+    refuse a later value. Where the C encoder is missing, the plain encoder's `encode`."""
+    item, key = separators
+    fallback = json.JSONEncoder(
+        ensure_ascii=ensure_ascii,
+        allow_nan=allow_nan,
+        sort_keys=sort_keys,
+        separators=separators,
+        check_circular=False,
+    )
+    if _MAKE_ENCODER is None:
+        return fallback.encode
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    encode = _MAKE_ENCODER(
+        None, fallback.default, quote, None, key, item, sort_keys, False, allow_nan
+    )
+    join = "".join
+
+    def encoded(value: Any) -> str:
+        return join(encode(value, 0))
+
+    return encoded
+
+
 # --- storable text ------------------------------------------------------------------------------
 
 #: What replaces a character that cannot be stored: U+FFFD REPLACEMENT CHARACTER.
@@ -175,7 +215,7 @@ def storable(value: T) -> tuple[T, bool]:
     return _storable(value)
 
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+_ENCODER: Final = json_encoder(ensure_ascii=False)
 
 
 def _clean_json(value: dict[Any, Any] | list[Any]) -> bool:
@@ -184,7 +224,7 @@ def _clean_json(value: dict[Any, Any] | list[Any]) -> bool:
     surrogates as they are; a value it cannot encode, or a text that only looks like the
     escape, is left to the walk."""
     try:
-        dumped = _ENCODER.encode(value)
+        dumped = _ENCODER(value)
     except (TypeError, ValueError, RecursionError):
         return False
     if "\\u0000" in dumped:

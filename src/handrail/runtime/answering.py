@@ -10,10 +10,9 @@ out again on a fresh read.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from .._util import iso, utc_now
+from .._util import iso, json_encoder, utc_now
 from ..asks import AskSurface, AskValidationError, PendingAsk
 from ..asks.limits import DEFAULT_MAX_FILE_SIZE
 from ..errors import (
@@ -46,6 +45,9 @@ from .turn import Principal, Turn
 
 if TYPE_CHECKING:
     from .runtime import Runtime
+
+#: The request log's prompt of an answer: ``json.dumps(envelope, ensure_ascii=False)``.
+_LOG_JSON: Final = json_encoder(ensure_ascii=False)
 
 
 class Answering:
@@ -323,7 +325,7 @@ class Answering:
             agent=agent,
             model=model,
             surface=surface,
-            log_prompt=json.dumps(stored, ensure_ascii=False),
+            log_prompt=_LOG_JSON(stored),
             metadata={
                 "ask": {**ask_meta(pending), "action": envelope["action"], "phase": "answered"}
             },

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from .._util import iso
+from .._util import iso, json_encoder
 from ..asks import AskValidationError, PendingAsk
 from ..asks.checks import add
 from ..policy.rules import ADMINS, GateRules
@@ -51,12 +50,12 @@ def scrub(text: str) -> str:
 
 def arguments_digest(value: Any) -> str:
     """The SHA-256 hex of a JSON value's canonical form (sorted keys, no spaces)."""
-    canonical = _CANONICAL.encode(value)
+    canonical = _CANONICAL(value)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 #: `json.dumps` with these options, built once (it makes an encoder at each call otherwise).
-_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_CANONICAL: Final = json_encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def apply_rules(

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from .._util import iso, new_id, utc_now
+from .._util import iso, json_encoder, new_id, utc_now
 from ..asks import (
     AskValidationError,
     PendingAsk,
@@ -284,9 +283,13 @@ def _page_of(agent: Agent, tool: Tool) -> PageToolSet | None:
     return connection if isinstance(connection, PageToolSet) else None
 
 
+#: `json.dumps` with these options, built once (it makes an encoder at each call otherwise).
+_CANONICAL: Final = json_encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
     """The SHA-256 hex of the arguments as canonical JSON."""
-    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = _CANONICAL(arguments)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

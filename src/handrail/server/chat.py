@@ -8,13 +8,13 @@ finishes and is saved.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from .._util import json_encoder
 from ..asks import ASK_SURFACES
 from ..errors import BadRequest
 from ..runtime.events import Event
@@ -41,9 +41,13 @@ class EventStreamResponse(StreamingResponse):
         )
 
 
+#: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, built once.
+_COMPACT: Final = json_encoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def sse_line(event: Event) -> str:
     """One event on the wire: ``data: <compact JSON>`` and a blank line."""
-    return "data: " + json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+    return "data: " + _COMPACT(event) + "\n\n"
 
 
 async def _events(turn: Turn) -> AsyncIterator[str]:

@@ -27,12 +27,12 @@ naming another user gets 403.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Final
 
 from fastapi import APIRouter, Header, Query, Request
 
+from .._util import json_encoder
 from ..store import EventBus, UserEvent
 from .auth import Caller
 from .bodies import store_of
@@ -53,9 +53,13 @@ RETRY_MS: Final = 3000
 LAST_ID_MAX: Final = 64
 
 
+#: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, built once.
+_COMPACT: Final = json_encoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def event_lines(event: UserEvent) -> str:
     """One event on the wire: ``id:`` (not for ``reload``), ``data:`` and a blank line."""
-    data = json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+    data = _COMPACT(event.to_json())
     if event.kind == "reload":
         return f"data: {data}\n\n"
     return f"id: {event.id}\ndata: {data}\n\n"

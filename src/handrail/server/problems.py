@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html
 import http
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
-from .._util import new_uuid4
+from .._util import json_encoder, new_uuid4
 from ..connections import SecretKeyMissing
 from ..connections.oauth import SignInUnknown
 from ..errors import (
@@ -208,9 +207,7 @@ class _JsonResponse(JSONResponse):
 _JSON_TYPE: Final = (b"content-type", b"application/json")
 
 
-_RESPONSE_JSON: Final = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-).encode
+_RESPONSE_JSON: Final = json_encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def ok(request: Request, data: Any, *, status_code: int = 200) -> JSONResponse:

@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from types import ModuleType
 from typing import Any, Final, TypeVar
 
+from ..._util import json_encoder
 from ...asks.files import cut_text_file, file_summary_line, is_text_file_mime_type
 from ..messages import FilePart, ToolResultMessage
 from .base import ModelError
@@ -30,11 +31,11 @@ PDF_MIME_TYPE: Final = "application/pdf"
 
 def compact_json(value: Any) -> str:
     """``json.dumps`` with no spaces, keeping non-ASCII characters and the key order."""
-    return _COMPACT.encode(value)
+    return _COMPACT(value)
 
 
 #: `json.dumps` with these options, built once (it makes an encoder at each call otherwise).
-_COMPACT: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+_COMPACT: Final = json_encoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def tool_result_text(message: ToolResultMessage) -> str:
