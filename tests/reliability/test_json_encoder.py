@@ -58,7 +58,7 @@ def test_top_level_values(options: dict[str, Any], value: Any) -> None:
 def test_what_json_dumps_refuses_is_refused() -> None:
     strict = json_encoder(allow_nan=False)
     for bad in (math.nan, [math.inf], {"a": -math.inf}):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="not JSON compliant"):
             strict(bad)
     assert json_encoder()([math.nan, math.inf]) == json.dumps([math.nan, math.inf])
     with pytest.raises(TypeError):

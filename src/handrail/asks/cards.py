@@ -152,6 +152,12 @@ def _accept(content: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": _copied(content)}
 
 
+def _accept_new(content: dict[str, Any]) -> dict[str, Any]:
+    """An accept envelope around `content`, made for this button only (of strings and new
+    lists: nothing to copy)."""
+    return {"action": "accept", "content": content}
+
+
 def _copied(value: Any) -> Any:
     """A deep copy of a JSON value (`copy.deepcopy` for anything else), at a fraction of
     deepcopy's cost: a card holds a few of them."""
@@ -250,7 +256,7 @@ def _choice_card(ask: Mapping[str, Any]) -> _KindCard:
     for option in ordered:
         option_id, label = option
         style = "primary" if option_id == default_id else "default"
-        response = _accept({"selected": [option_id]})
+        response = _accept_new({"selected": [option_id]})
         buttons.append(_button(f"option:{option_id}", _button_label(label), style, response))
     labels = [button["label"] for button in buttons]
     if "" in labels or len(set(labels)) != len(labels):
@@ -280,7 +286,7 @@ def _use_default_buttons(
             "use-default",
             f"{_USE_DEFAULT_PREFIX}{label}{_USE_DEFAULT_SUFFIX}",
             "primary",
-            _accept({"selected": [default_id]}),
+            _accept_new({"selected": [default_id]}),
         )
     ]
 
@@ -310,8 +316,8 @@ def _confirm_card(ask: Mapping[str, Any]) -> _KindCard:
     deny = _button_label(labels.deny) or defaults.deny
     style = "destructive" if ask.get("destructive") is True else "primary"
     return [
-        _button("approve", approve, style, _accept({"confirmed": True})),
-        _button("deny", deny, "cancel", _accept({"confirmed": False})),
+        _button("approve", approve, style, _accept_new({"confirmed": True})),
+        _button("deny", deny, "cancel", _accept_new({"confirmed": False})),
     ], False
 
 
