@@ -40,7 +40,7 @@ from .cas import CAS_ATTEMPTS, compare_and_set
 from .events import ask_event, done_event
 from .gate import Answer, gate_for
 from .messages import AssistantMessage, FilePart, Message, messages_from_json
-from .rows import result_row
+from .rows import THREAD_ROWS, replayed, result_row
 from .turn import Principal, Turn
 
 if TYPE_CHECKING:
@@ -315,6 +315,10 @@ class Answering:
             )
             self.runtime._track(turn, relay)
             return turn
+        if replay is None and len(prior) > THREAD_ROWS:
+            # A long history's replay, made on a thread (`answer_run` would make it here).
+            index = pending.prompt_index if pending.prompt_index is not None else len(prior)
+            replay = tuple(await replayed(prior[:index]))
         run = answer_run(
             turn,
             answered,

@@ -9,11 +9,14 @@ display only and never replayed; the held tool call's own rows are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..asks import AskKind
 from ..asks.text import cut_text
+from ..store import StoredRow
+from ..store.db import QUICK_ROWS
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 
 Row = dict[str, Any]
@@ -154,3 +157,21 @@ def _is_gate(row: Mapping[str, Any]) -> bool:
     to people, never replayed to the model (the held call's own rows are)."""
     ask = row.get("ask")
     return isinstance(ask, dict) and bool(ask.get("origin"))
+
+
+#: Past this many rows, `replayed` turns them into messages on a thread, so that the event
+#: loop's part of a turn does not grow with its history (the store reads such a history on a
+#: thread too: `QUICK_ROWS`).
+THREAD_ROWS: Final = QUICK_ROWS
+
+
+async def replayed(rows: Sequence[StoredRow]) -> list[Message]:
+    """`rows_to_messages` of stored rows: here for a short history, on a thread for one of
+    more than `THREAD_ROWS` rows."""
+    if len(rows) <= THREAD_ROWS:
+        return rows_to_messages(r.data for r in rows)
+    return await asyncio.to_thread(_replay, rows)
+
+
+def _replay(rows: Sequence[StoredRow]) -> list[Message]:
+    return rows_to_messages(r.data for r in rows)

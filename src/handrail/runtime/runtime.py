@@ -85,7 +85,7 @@ from .models.base import Model, ModelError
 from .page_tools import DEFAULT_PAGE_TOOL_TIMEOUT, PageTools, read_page_tools, stored_page_tools
 from .prompting import TurnSetup, build_turn_setup
 from .recovery import DEFAULT_LEASE_S, Recovery
-from .rows import Row, result_row, rows_to_messages, title_of, user_row
+from .rows import Row, replayed, result_row, title_of, user_row
 from .running import RunningBoard
 from .steps import CANCEL_OTHER, StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
@@ -545,7 +545,7 @@ class Runtime:
                 else await self.store.histories.rows(history.id)
             )
         row_count = len(prior)
-        messages: list[Message] = [*rows_to_messages(r.data for r in prior)]
+        messages: list[Message] = await replayed(prior)
         if not stored_message:
             messages.append(UserMessage(text=prompt))
         run = TurnRun(

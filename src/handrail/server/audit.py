@@ -32,7 +32,7 @@ from ..runtime.messages import AssistantMessage, messages_from_json
 from ..store.audit import AuditFilter
 from ..store.connections import ActivityRecord
 from ..store.paging import Position
-from .auth import Caller
+from .auth import Caller, header
 from .bodies import read_json, runtime_of, store_of
 from .connection_schemas import ACTIVITY_SCHEMA
 from .openapi import JsonSchema, body, json_ok, problems
@@ -42,6 +42,7 @@ from .problems import ok
 __all__ = ["CLIENT_VIAS", "VIA_HEADER", "add_audit_routes", "answer_via"]
 
 VIA_HEADER: Final = "x-handrail-via"
+_VIA: Final = VIA_HEADER.encode("latin-1")
 #: The surfaces a client may name for its answers (``link`` and ``expiry`` are the server's).
 CLIENT_VIAS: Final = ("web", "watch", "headless", "card")
 AUDIT_LIST: Final = "audit"
@@ -62,7 +63,7 @@ CSV_COLUMNS: Final = (
 def answer_via(request: Request, default: str) -> str:
     """The surface an answer came from: the client's ``X-Handrail-Via`` when it names one of
     `CLIENT_VIAS`, else `default` (the route's)."""
-    named = request.headers.get(VIA_HEADER, "").strip().lower()
+    named = (header(request, _VIA) or "").strip().lower()
     return named if named in CLIENT_VIAS else default
 
 

@@ -204,6 +204,16 @@ def bearer_token(authorization: str | None) -> str | None:
     return token
 
 
+def header(request: Request, name: bytes) -> str | None:
+    """The request's first `name` header (in lowercase, as ASGI servers send header names),
+    as ``request.headers.get`` gives it, without building Starlette's `Headers` and its two
+    calls a look-up."""
+    for key, value in request.scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
 async def current_principal(request: Request) -> Principal:
     """The caller, from the request's bearer token (a FastAPI dependency).
 
@@ -212,7 +222,7 @@ async def current_principal(request: Request) -> Principal:
     declares the scheme (`BEARER_SCHEME`)."""
     state = request.app.state
     authenticator: Authenticator = state.authenticator
-    token = bearer_token(request.headers.get("authorization"))
+    token = bearer_token(header(request, b"authorization"))
     store = getattr(state, "store", None)
     return await authenticator.principal(token, store.tokens if store is not None else None)
 
