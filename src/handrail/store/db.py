@@ -58,9 +58,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
-from sqlalchemy.util.concurrency import greenlet_spawn
 
 from handrail.errors import ConfigError
+from handrail.store.greenlets import spawn
 from handrail.store.kept import Kept, in_transaction, roll_back_after
 from handrail.store.threads import Workers, Writer
 
@@ -264,8 +264,8 @@ def _strip_values(context: ExceptionContext) -> None:
 
 
 def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """In a greenlet (`greenlet_spawn`): `work` in a transaction of `engine`, a connection
-    of its pool; committed when it returns, rolled back when it raises."""
+    """In a greenlet (`handrail.store.greenlets.spawn`): `work` in a transaction of `engine`,
+    a connection of its pool; committed when it returns, rolled back when it raises."""
     with engine.connect() as connection:
         return in_transaction(connection, work, args)
 
@@ -468,8 +468,8 @@ class Database:
                 # greenlet on the async engine's sync face: `AsyncEngine.begin` and
                 # `run_sync` would start one for each of those steps, and a task to close.
                 if engine is self.engine and not alone and self._pg is not None:
-                    return await greenlet_spawn(self._pg.transaction, work, args)
-                return await greenlet_spawn(_transaction_on, engine.sync_engine, work, args)
+                    return await spawn(self._pg.transaction, work, args)
+                return await spawn(_transaction_on, engine.sync_engine, work, args)
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
             if writes and self._writer is not None:
@@ -697,7 +697,7 @@ class Database:
             return await self.write(work, *args, **kwargs)
         bound = _bound(work, kwargs)
         try:
-            return await greenlet_spawn(self._pg.autocommit, bound, args)
+            return await spawn(self._pg.autocommit, bound, args)
         except Exception as exc:
             without_values(exc)
             raise
@@ -710,7 +710,7 @@ class Database:
         """Close every pooled connection (and, on SQLite, the worker threads)."""
         if isinstance(self.engine, AsyncEngine):
             if self._pg is not None:
-                await greenlet_spawn(self._pg.close)
+                await spawn(self._pg.close)
             await self.engine.dispose()
             return
         executor, self._executor = self._executor, None
