@@ -47,14 +47,14 @@ from _common import before_src  # noqa: E402
 # --- the child: the cycles, with a getppid() on each side of the measured ones ----------------
 
 
-async def _asgi_app(folder: Path) -> Any:
+async def _asgi_app(folder: Path, url: str | None = None) -> Any:
     import turn_cycle as tc
     from handrail.runtime import Runtime
     from handrail.runtime.models import ScriptedModel
     from handrail.server import ServerConfig, UserConfig, create_app
     from handrail.store import Store
 
-    url = f"sqlite:///{folder / 'i.db'}"
+    url = url or f"sqlite:///{folder / 'i.db'}"
     store = await Store.open(url, blob_dir=folder / "files", synchronous="OFF")
     runtime = Runtime(store=store, agents=tc.agent(), model=ScriptedModel())
     config = ServerConfig(
@@ -125,7 +125,7 @@ async def _asgi_cycles(app: Any, count: int) -> None:
         assert status == 200, body
 
 
-def child(mode: str, warmup: int, cycles: int) -> None:
+def child(mode: str, warmup: int, cycles: int, url: str | None = None) -> None:
     import turn_cycle as tc
 
     folder = Path(tempfile.mkdtemp(prefix="handrail-instructions-"))
@@ -134,7 +134,7 @@ def child(mode: str, warmup: int, cycles: int) -> None:
 
         loop = uvloop.new_event_loop()
         asyncio.set_event_loop(loop)
-        app = loop.run_until_complete(_asgi_app(folder))
+        app = loop.run_until_complete(_asgi_app(folder, url))
         lifespan = app.router.lifespan_context(app)
         loop.run_until_complete(lifespan.__aenter__())
         loop.run_until_complete(_asgi_cycles(app, warmup))
@@ -162,12 +162,16 @@ def child(mode: str, warmup: int, cycles: int) -> None:
 # --- the parent: one callgrind run per tree -----------------------------------------------------
 
 
-def _callgrind(src: Path, mode: str, warmup: int, cycles: int) -> dict[str, int]:
+def _callgrind(
+    src: Path, mode: str, warmup: int, cycles: int, cluster: Any = None
+) -> dict[str, int]:
     """One child run under callgrind: the instructions of each file it wrote, by file name
     (``cg.PID.PART-01``: the event loop's thread, part by part; ``cg.PID-NN``: another thread,
-    its whole life)."""
+    its whole life). With `cluster`, on a new database of that PostgreSQL cluster."""
     with tempfile.TemporaryDirectory(prefix="handrail-callgrind-") as tmp:
         env = {**os.environ, "PYTHONPATH": str(src)}
+        if cluster is not None:
+            env["HANDRAIL_INSTRUCTIONS_URL"] = cluster.new_database_url()
         command = [
             "valgrind",
             "--tool=callgrind",
@@ -187,12 +191,14 @@ def _callgrind(src: Path, mode: str, warmup: int, cycles: int) -> dict[str, int]
         return {part.name.split(".", 2)[-1]: _summary(part) for part in Path(tmp).glob("cg.*")}
 
 
-def measure(src: Path, mode: str, warmup: int, cycles: int) -> tuple[float, float]:
+def measure(
+    src: Path, mode: str, warmup: int, cycles: int, cluster: Any = None
+) -> tuple[float, float]:
     """Instructions per cycle of the event loop's thread and of every thread, for `src`: the
     loop's from the measured part of a run; every thread's as the difference between that run
     and one without the measured cycles (the other threads' counts are written only at exit)."""
-    full = _callgrind(src, mode, warmup, cycles)
-    base = _callgrind(src, mode, warmup, 0)
+    full = _callgrind(src, mode, warmup, cycles, cluster)
+    base = _callgrind(src, mode, warmup, 0, cluster)
     measured = [count for name, count in full.items() if name.startswith("2-")]
     if not measured:
         raise SystemExit(f"callgrind wrote no measured part for {src}: {sorted(full)}")
@@ -212,10 +218,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("inproc", "asgi"), default="inproc")
     parser.add_argument("--warmup", type=int, default=100, help="cycles before the measured ones")
     parser.add_argument("--cycles", type=int, default=200, help="measured cycles (1-10000)")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="asgi mode on PostgreSQL (a throwaway cluster, fsync off): the server's side only",
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child[0], int(args.child[1]), int(args.child[2]))
+        url = os.environ.get("HANDRAIL_INSTRUCTIONS_URL")
+        child(args.child[0], int(args.child[1]), int(args.child[2]), url)
+    if args.postgres and args.mode != "asgi":
+        parser.error("--postgres runs the asgi mode: add --mode asgi")
     if not 1 <= args.cycles <= 10_000 or not 0 <= args.warmup <= 10_000:
         parser.error("--cycles takes 1-10000 and --warmup 0-10000")
     if shutil.which("valgrind") is None:
@@ -224,13 +238,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.before is not None:
         trees.append(("before", before_src(args.before)))
     print(
-        f"instructions per {args.mode} cycle under callgrind ({args.cycles} cycles after "
-        f"{args.warmup}), thousands"
+        f"instructions per {args.mode} cycle{' on PostgreSQL' if args.postgres else ''} under "
+        f"callgrind ({args.cycles} cycles after {args.warmup}), thousands"
     )
+    cluster = None
+    if args.postgres:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from _pg import start_cluster
+
+        cluster = start_cluster()
     results: dict[str, tuple[float, float]] = {}
+    try:
+        for name, src in trees:
+            results[name] = measure(src, args.mode, args.warmup, args.cycles, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
     for name, src in trees:
-        loop_ir, all_ir = measure(src, args.mode, args.warmup, args.cycles)
-        results[name] = (loop_ir, all_ir)
+        loop_ir, all_ir = results[name]
         print(
             f"  {name:6} {src}: event loop thread {loop_ir / 1000:,.0f} k, "
             f"every thread {all_ir / 1000:,.0f} k"
