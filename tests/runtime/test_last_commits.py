@@ -67,7 +67,16 @@ async def test_the_answer_replays_what_a_fresh_read_replays(
     kept_id, _, kept_events = await conversation(kept)
     # The answer read nothing: the paused turn's commit was the history as it is.
     assert loads == []
-    assert len(kept.last_commits) == 0  # used once
+    # The paused turn's entry was used once; the answer turn's last commit replaced it, for
+    # the next prompt (no ask, every row).
+    entry = kept.last_commits.take(kept_id)
+    assert entry is not None
+    assert entry.history.pending_ask is None
+    assert entry.replay is None
+    assert entry.rows is not None
+    assert [r["type"] for r in entry.rows] == [
+        r.data["type"] for r in await store.histories.rows(kept_id)
+    ]
     read = make_runtime(store, read_model)
     read.last_commits = LastCommits(0)  # keeps nothing: every answer reads the history
     read_id, _, read_events = await conversation(read)
@@ -200,19 +209,19 @@ def test_last_commits_keep_the_newest_up_to_their_size() -> None:
     assert commits.take("a") is None
     taken = commits.take("c")
     assert taken is not None
-    assert taken[0].id == "c"
+    assert taken.history.id == "c"
     assert commits.take("c") is None
     assert len(commits) == 1
     # A history that waits on no ask, or on one without its prompt's row, is not kept.
-    commits.keep(dataclasses.replace(taken[0], id="d", pending_ask=None), ())
+    commits.keep(dataclasses.replace(taken.history, id="d", pending_ask=None), ())
     unplaced = dataclasses.replace(pending, prompt_index=None)
-    commits.keep(dataclasses.replace(taken[0], id="e", pending_ask=unplaced), ())
+    commits.keep(dataclasses.replace(taken.history, id="e", pending_ask=unplaced), ())
     assert len(commits) == 1
     # Nor one whose answer would replay more than LAST_COMMIT_MESSAGES messages (and its
     # older entry goes).
     long = tuple(UserMessage(text="hi") for _ in range(LAST_COMMIT_MESSAGES + 1))
-    commits.keep(dataclasses.replace(taken[0], id="f"), ())
-    commits.keep(dataclasses.replace(taken[0], id="f"), long)
+    commits.keep(dataclasses.replace(taken.history, id="f"), ())
+    commits.keep(dataclasses.replace(taken.history, id="f"), long)
     assert commits.take("f") is None
-    commits.keep(dataclasses.replace(taken[0], id="g"), long[:LAST_COMMIT_MESSAGES])
+    commits.keep(dataclasses.replace(taken.history, id="g"), long[:LAST_COMMIT_MESSAGES])
     assert commits.take("g") is not None

@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import ClauseElement
 
 from _pg import PostgresCluster
-from handrail.store import Store
+from handrail.store import _UNCHANGED, Store
 from handrail.store.confirmations import CONFIRMATIONS_JSON
 from handrail.store.histories import (
     _GET,
@@ -43,6 +43,7 @@ def _statements(on_sqlite: bool) -> dict[str, ClauseElement]:
         "get": _GET.statement,
         "rows": _ROWS.statement,
         "version": _VERSION,
+        "turn unchanged": _UNCHANGED.statement,
         "title": _touch_statement("x", {"title": "t", "title_key": "t"}),
         "delete": _touch_statement("x", {"deleted_at": None}),
     }

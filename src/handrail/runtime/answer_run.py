@@ -15,7 +15,7 @@ from .messages import Message, messages_from_json
 from .models.base import Model
 from .page_tools import PageTools
 from .prompting import build_turn_setup
-from .rows import rows_to_messages
+from .rows import Row, rows_to_messages
 from .steps import TurnRun
 from .turn import Principal, Turn
 
@@ -37,12 +37,15 @@ def answer_run(
     lease_owner: str,
     page_tools: PageTools | None,
     replay: Sequence[Message] | None = None,
+    stored_rows: tuple[Row, ...] | None = None,
 ) -> TurnRun:
     """The run of the answer to `pending` on `history` (`rows` as read with it): the model sees
     the conversation up to the ask's prompt and what the paused step said, with the connection
     instructions the turn started with; the gate adds what the answer gives the model.
     `replay` is the conversation up to the prompt when the caller has it already (the paused
-    turn's own messages, `LastCommits`): then `rows` are not read."""
+    turn's own messages, `LastCommits`): then `rows` are not read. `stored_rows` is the data
+    of all the history's rows as of `history`'s version, when the caller knows them (kept
+    with the turn's last commit for the next prompt)."""
     setup = build_turn_setup(
         agent, model, surface, Snapshot.from_json(pending.connection_instructions)
     )
@@ -59,6 +62,7 @@ def answer_run(
         messages=[*replay, *messages_from_json(pending.response_messages or [])],
         turn_start=len(replay),
         prompt_index=prompt_index,
+        stored_rows=stored_rows,
         log_prompt=log_prompt,
         metadata=metadata,
         lease_owner=lease_owner,

@@ -37,10 +37,11 @@ from .answer_files import (
 from .answer_run import answer_run
 from .approvals import answered_record, approves, edited_arguments, is_approver
 from .cas import CAS_ATTEMPTS, compare_and_set
+from .committed import LAST_COMMIT_ROWS
 from .events import ask_event, done_event
 from .gate import Answer, gate_for
 from .messages import AssistantMessage, FilePart, Message, messages_from_json
-from .rows import THREAD_ROWS, replayed, result_row
+from .rows import THREAD_ROWS, Row, replayed, result_row
 from .turn import Principal, Turn
 
 if TYPE_CHECKING:
@@ -81,20 +82,24 @@ class Answering:
         for _attempt in range(CAS_ATTEMPTS):
             replay: tuple[Message, ...] | None = None
             prior: list[StoredRow] = []
-            if last is not None:
-                history, replay = last
+            known: tuple[Row, ...] | None
+            if last is not None and last.replay is not None:
+                history, replay, known = last.history, last.replay, last.rows
                 last = None
             else:
+                last = None
                 loaded = await self.store.histories.load(history_id)
                 if loaded is None:
                     raise HistoryNotFound(f"No history has the id {history_id!r}.")
                 history, prior = loaded
+                known = tuple(r.data for r in prior) if len(prior) <= LAST_COMMIT_ROWS else None
             try:
                 return await self._as_of(
                     principal,
                     history,
                     prior,
                     replay,
+                    known,
                     tool_call_id,
                     envelope,
                     surface=surface,
@@ -115,6 +120,7 @@ class Answering:
         history: History,
         prior: list[StoredRow],
         replay: tuple[Message, ...] | None,
+        known: tuple[Row, ...] | None,
         tool_call_id: str,
         envelope: dict[str, Any],
         *,
@@ -124,8 +130,8 @@ class Answering:
         system: bool,
     ) -> Turn:
         """The answer on the history as read (`prior`: its rows) or as this process last
-        wrote it (`replay`: the messages its answer replays): who may answer, then
-        `_answer_once`."""
+        wrote it (`replay`: the messages its answer replays); `known` is the data of all its
+        rows when known: who may answer, then `_once`."""
         pending = history.pending_ask
         owner = history.owner_id == principal.user_id
         if not system and not owner:
@@ -158,6 +164,7 @@ class Answering:
             history,
             prior,
             replay,
+            known,
             pending,
             envelope,
             surface=surface,
@@ -171,6 +178,7 @@ class Answering:
         history: History,
         prior: list[StoredRow],
         replay: tuple[Message, ...] | None,
+        known: tuple[Row, ...] | None,
         pending: PendingAsk,
         envelope: dict[str, Any],
         *,
@@ -318,13 +326,14 @@ class Answering:
         if replay is None and len(prior) > THREAD_ROWS:
             # A long history's replay, made on a thread (`answer_run` would make it here).
             index = pending.prompt_index if pending.prompt_index is not None else len(prior)
-            replay = tuple(await replayed(prior[:index]))
+            replay = tuple(await replayed([r.data for r in prior[:index]]))
         run = answer_run(
             turn,
             answered,
             prior,
             pending,
             replay=replay,
+            stored_rows=None if known is None else (*known, *answer_change.append),
             principal=run_principal,
             agent=agent,
             model=model,

@@ -15,7 +15,6 @@ from typing import Any, Final
 
 from ..asks import AskKind
 from ..asks.text import cut_text
-from ..store import StoredRow
 from ..store.db import QUICK_ROWS
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 
@@ -165,13 +164,9 @@ def _is_gate(row: Mapping[str, Any]) -> bool:
 THREAD_ROWS: Final = QUICK_ROWS
 
 
-async def replayed(rows: Sequence[StoredRow]) -> list[Message]:
-    """`rows_to_messages` of stored rows: here for a short history, on a thread for one of
+async def replayed(rows: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """`rows_to_messages` of rows' data: here for a short history, on a thread for one of
     more than `THREAD_ROWS` rows."""
     if len(rows) <= THREAD_ROWS:
-        return rows_to_messages(r.data for r in rows)
-    return await asyncio.to_thread(_replay, rows)
-
-
-def _replay(rows: Sequence[StoredRow]) -> list[Message]:
-    return rows_to_messages(r.data for r in rows)
+        return rows_to_messages(rows)
+    return await asyncio.to_thread(rows_to_messages, rows)

@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, cast
 
 from .._util import new_id, utc_now
@@ -62,7 +62,7 @@ from .approvals import (
     outcome_record,
 )
 from .cas import compare_and_set
-from .committed import LastCommits
+from .committed import LAST_COMMIT_ROWS, LastCommits
 from .events import (
     ask_event,
     ask_resolved_event,
@@ -256,6 +256,7 @@ class Runtime:
         if not isinstance(prompt, str) or not prompt.strip():
             raise PromptRequired("Send a non-empty prompt.")
         state: TurnState | None = None
+        known: tuple[Row, ...] | None = None
         page: PageTools | None = None
         if history_id is None:
             new_agent = self.agent_named(agent)
@@ -272,7 +273,7 @@ class Runtime:
                 )
             )
         else:
-            state = await self.store.load_turn(history_id)
+            state, known = await self._prompt_state(principal, history_id)
             history = _owned(principal, history_id, state.history if state else None)
             if state is not None and state.lease is not None:
                 # Another process's turn still has work here: wait for it, or take it over
@@ -301,11 +302,33 @@ class Runtime:
                 setup,
                 prompt,
                 state,
+                known,
                 page,
                 checked_via,
             ),
         )
         return turn
+
+    async def _prompt_state(
+        self, principal: Principal, history_id: str
+    ) -> tuple[TurnState | None, tuple[Row, ...] | None]:
+        """What a prompt's turn on `history_id` starts from, and the data of all its rows when
+        they come from this process's last commit on it (`LastCommits`): that commit when the
+        store says nothing a turn starts from changed since (`Store.turn_unchanged`), the
+        caller owns it and it waits on no ask; otherwise a fresh read (`Store.load_turn`), on
+        which every refusal is worked out."""
+        last = self.last_commits.take(history_id)
+        if (
+            last is not None
+            and last.rows is not None
+            and last.history.pending_ask is None
+            and last.history.owner_id == principal.user_id
+            and await self.store.turn_unchanged(history_id, last.history.version)
+        ):
+            # As `load_turn` would give it: the copy's rows, no lease, and no confirmation
+            # the turn would report (those in other states it passes over).
+            return TurnState(history=last.history, rows=[], confirmations=[]), last.rows
+        return await self.store.load_turn(history_id), None
 
     async def start_answer(
         self,
@@ -526,24 +549,28 @@ class Runtime:
         setup: TurnSetup,
         prompt: str,
         state: TurnState | None,
+        known: tuple[Row, ...] | None = None,
         page: PageTools | None = None,
         via: str = "headless",
     ) -> None:
+        """The turn of a new message. `known` is the data of all the history's rows when
+        `state` is this process's last commit on it (then `state.rows` is empty)."""
         if page is not None:
             await turn.emit(page.event())
         # A conversation made for this prompt (no `state`) has no rows, ask or confirmations.
-        prior: list[StoredRow] = []
+        prior: Sequence[Row] = ()
         stored_message = False
         if state is not None:
             history = await self._report_uncertain(turn, history, state.confirmations)
             history, stored_message = await self._cancel_pending_for_message(
                 turn, history, prompt, via
             )
-            prior = (
-                state.rows
-                if history.version == state.history.version
-                else await self.store.histories.rows(history.id)
-            )
+            if history.version != state.history.version:
+                prior = [r.data for r in await self.store.histories.rows(history.id)]
+            elif known is not None:
+                prior = known
+            else:
+                prior = [r.data for r in state.rows]
         row_count = len(prior)
         messages: list[Message] = await replayed(prior)
         if not stored_message:
@@ -560,6 +587,7 @@ class Runtime:
             # A message stored with the cancel is the last row already.
             prompt_index=row_count if stored_message else None,
             row_count=row_count,
+            stored_rows=tuple(prior) if row_count <= LAST_COMMIT_ROWS else None,
             rows=[] if stored_message else [user_row(prompt)],
             log_prompt=prompt,
             lease_owner=self.owner if stored_message else None,
@@ -694,6 +722,8 @@ class Runtime:
         #: Whether the history was read again (a lost race): then the turn's messages are not
         #: those of the rows its ask replays, and they are not kept (`LastCommits`).
         reread = False
+        #: The rows the written change appended.
+        appended: list[Row] = []
 
         async def read() -> History | None:
             nonlocal row_count, reread
@@ -765,6 +795,7 @@ class Runtime:
                 )
             if pending is not None:
                 events.append(user_ask_created(current.owner_id, history_id, pending))
+            appended[:] = rows
             return HistoryChange(
                 append=rows,
                 pending_ask=pending if pending is not None else _keep(),
@@ -799,8 +830,17 @@ class Runtime:
             )
         run.turn.title = title
         run.metadata = metadata
-        if pending is not None and not reread:
-            self.last_commits.keep(written, tuple(run.messages[: run.turn_start]))
+        if reread:
+            self.last_commits.drop(history_id)
+        else:
+            # The next turn on it starts here (`LastCommits`): an answer from the messages
+            # before this turn's prompt, a prompt from the rows.
+            known = run.stored_rows
+            self.last_commits.keep(
+                written,
+                run.messages[: run.turn_start] if pending is not None else None,
+                None if known is None else [*known, *appended],
+            )
         if pending is not None:
             run.turn.pending_summary = pending.public("turn")
             await run.turn.emit(ask_event(pending, history_id))

@@ -76,6 +76,9 @@ class TurnRun:
     prompt_index: int | None
     #: How many rows the history had when the turn read it (None: not read).
     row_count: int | None = None
+    #: The data of all the history's rows as of `history`'s version, when this process knows
+    #: them (a read, a create, `LastCommits`): kept with the turn's last commit.
+    stored_rows: tuple[Row, ...] | None = None
     rows: list[Row] = field(default_factory=list)
     turn_id: str = field(default_factory=new_id)
     output: bool = False

@@ -117,11 +117,14 @@ async def _history_body(request: Request, *, create: bool) -> dict[str, Any]:
 
 async def create_history(request: Request, principal: Caller) -> JSONResponse:
     values = await _history_body(request, create=True)
-    agent = runtime_of(request).agent_named(values.get("agent"))
+    runtime = runtime_of(request)
+    agent = runtime.agent_named(values.get("agent"))
     store = store_of(request)
     history = await store.histories.create(
         principal.user_id, agent=agent.name, title=values.get("title")
     )
+    # Its first prompt starts from it, checked (`LastCommits`), instead of reading it.
+    runtime.last_commits.created(history)
     await store.events.publish(
         UserEvent(
             kind="history.created",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, bindparam, exists, or_, select
 from sqlalchemy.engine import URL
 
 from handrail.store.audit import AuditRepo
@@ -36,6 +36,7 @@ from handrail.store.db import DEFAULT_URL, Database, driver_url
 from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
 from handrail.store.histories import (
+    _LIVE,
     HistoryConflict,
     HistoryRepo,
     load_history,
@@ -44,6 +45,7 @@ from handrail.store.histories import (
 from handrail.store.leases import LEASE_JSON, LeaseLost, LeaseRepo, lease_from, lease_of
 from handrail.store.outbox import EventOutbox
 from handrail.store.permissions import GrantConflict, GrantRepo, PermissionRepo
+from handrail.store.prepared import Prepared
 from handrail.store.records import (
     UNSET,
     AskStatus,
@@ -66,6 +68,9 @@ from handrail.store.records import (
 )
 from handrail.store.requests import RequestLog, request_record
 from handrail.store.running import RunningRepo
+from handrail.store.tables import confirmations as _confirmations
+from handrail.store.tables import histories as _histories
+from handrail.store.tables import turn_leases as _turn_leases
 from handrail.store.tokens import TokenRepo
 
 __all__ = [
@@ -168,6 +173,26 @@ async def _load_turn_at_once(db: Database, history_id: str) -> TurnState | None:
     )
 
 
+#: `Store.turn_unchanged`: one row when the history is live, still at the given version, holds
+#: no turn lease and has no confirmation a new turn would report as uncertain.
+_UNCHANGED = Prepared(
+    select(_histories.c.version).where(
+        _histories.c.id == bindparam("history_id"),
+        _histories.c.version == bindparam("version"),
+        _LIVE,
+        ~exists().where(_turn_leases.c.history_id == _histories.c.id),
+        ~exists().where(
+            _confirmations.c.history_id == _histories.c.id,
+            or_(_confirmations.c.state == "consumed", _confirmations.c.state == "uncertain"),
+        ),
+    )
+)
+
+
+def _turn_unchanged(connection: Connection, history_id: str, version: int) -> bool:
+    return _UNCHANGED.first(connection, {"history_id": history_id, "version": version}) is not None
+
+
 class Store:
     """The database and the blob store, with a repository for each record type."""
 
@@ -223,6 +248,14 @@ class Store:
         if self.db.backend == "postgresql":
             return await _load_turn_at_once(self.db, history_id)
         return await self.db.quick_snapshot(_load_turn, history_id)
+
+    async def turn_unchanged(self, history_id: str, version: int) -> bool:
+        """Whether `load_turn` would give the history at `version` with no lease and no
+        confirmation ``consumed`` or ``uncertain``, in one statement: the check of a copy of
+        the history this process wrote (the runtime's `LastCommits`)."""
+        if self.db.backend == "postgresql":
+            return await self.db.read(_turn_unchanged, history_id, version)
+        return await self.db.quick_snapshot(_turn_unchanged, history_id, version)
 
     async def close(self) -> None:
         await self.events.close()
