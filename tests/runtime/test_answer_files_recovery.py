@@ -1,9 +1,10 @@
 """A `files` answer whose process stopped after it was committed: the process that takes the
 turn over shows the model the same files, byte for byte, as the answering process would have.
 Uploads are read again; a data URL's bytes, which no row may hold, are kept in the blob store
-(as an upload of the owner) while the answer's turn holds its lease, and removed after. They
-are kept once the answer that names them commits: a process that stops at any point leaves no
-copy that nothing names."""
+(as an upload of no one) while the answer's turn holds its lease, and removed after. They are
+kept once the answer that names them commits, and a process that stops after the turn's last
+commit but before removing them leaves them to the recovery sweep: no copy that nothing names
+stays."""
 
 from __future__ import annotations
 
@@ -238,3 +239,49 @@ async def test_an_answer_whose_copy_cannot_be_kept_goes_on(
     assert [p.data for p in parts] == [PNG, NOTE]
     assert "could not keep the files of an answer" in caplog.text
     await runtime.aclose()
+
+
+async def test_a_process_that_stops_before_removing_the_copy_leaves_it_to_the_sweep(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = Recording()
+    a = Runtime(store=store, agents=Agent("ops"), model=model, lease_s=LEASE)
+    b = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
+    turn, _, kept = await _answered(a, model, store)
+    # The turn's last commit releases the lease; the process stops before removing the copy.
+    removing = _stops_here(monkeypatch, store.files, "delete")
+    model.release.set()
+    await removing.wait()
+    monkeypatch.undo()
+    assert await store.leases.get(turn.history_id) is None
+    assert await store.files.get(kept) is not None  # named by nothing now
+    await asyncio.sleep(LEASE * 1.5)
+    assert await b.recovery.sweep() == []
+    assert await store.files.get(kept) is None
+    live, blobs = await _left(store, tmp_path / "blobs")
+    assert kept not in live
+    assert kept not in blobs
+    assert len(live) == len(blobs) == 1  # the person's upload stays
+    assert turn.task is not None
+    turn.task.cancel()
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_the_sweep_keeps_a_copy_that_a_lease_names(store: Store, tmp_path: Path) -> None:
+    model = Recording()
+    a = Runtime(store=store, agents=Agent("ops"), model=model, lease_s=LEASE)
+    b = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
+    turn, answer, kept = await _answered(a, model, store)
+    await asyncio.sleep(LEASE * 1.5)  # the copy is older than a lease; A renews its lease
+    assert await b.recovery.sweep() == []
+    record = await store.files.get(kept)
+    assert record is not None
+    assert await store.files.read(record) == NOTE
+    [ref, _] = answer["content"]["files"]
+    assert await store.files.get(ref["fileId"]) is not None
+    model.release.set()
+    await turn.result()
+    assert await store.files.get(kept) is None
+    await a.aclose()
+    await b.aclose()

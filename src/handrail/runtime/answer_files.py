@@ -2,21 +2,28 @@
 never stored with the answer (the stored answer keeps names, types and real sizes only).
 
 So that a process taking the answer's turn over after a crash shows the model the same files,
-the bytes of each data URL are kept as an upload of the history's owner while the turn holds
+the bytes of each data URL are kept as an upload of no one (`KEPT_OWNER`) while the turn holds
 its lease (`keep_answer_files`, named in the lease's state, never in a row), read again with
 the answer's uploads (`recovered_answer_files`), and removed once the turn no longer needs
 them (`after_answer`). The copies' ids (`kept_file_ids`) are in the lease the answer commits,
 and the copies are made after that commit: a process that stops before it leaves no copy
 that nothing names, one that stops after it leaves copies its lease names (or misses some,
 and whoever takes the turn over puts the ask back and removes the others).
+
+A process that stops after the turn's last commit released the lease, but before it removed
+the copies, leaves copies that no lease names: the recovery sweep of any process removes them
+(`drop_unnamed_copies`). A copy is made after the commit of the lease that names it, and a
+lease keeps its ``keptFiles`` until the turn ends, so a copy that no lease names once it
+exists is one whose turn is over: the sweep reads the copies first and the leases after.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from .._util import new_id
 from ..asks import (
@@ -34,6 +41,11 @@ from .messages import FilePart
 from .turn import Principal
 
 log = logging.getLogger("handrail.runtime")
+
+#: The owner of the kept copies of a files answer, by which the sweep finds them (the files'
+#: owner index). It is no person's upload: a copy's id (random, 96 bits) is shown to no one,
+#: only its lease names it, so not even a user with this id could name one in an answer.
+KEPT_OWNER: Final = "handrail:kept"
 
 
 def invalid_answer(errors: list[AskValidationError]) -> InvalidAnswer:
@@ -108,13 +120,12 @@ def kept_file_ids(stored: dict[str, Any], parts: Sequence[FilePart]) -> list[str
 
 async def keep_answer_files(
     store: Store,
-    owner_id: str,
     stored: dict[str, Any],
     parts: Sequence[FilePart],
     kept: Sequence[str],
 ) -> None:
     """Once the answer and its lease, which names `kept` (`kept_file_ids`), are committed:
-    keep the bytes of each file of `stored` that names no upload as the upload of `owner_id`
+    keep the bytes of each file of `stored` that names no upload as an upload of `KEPT_OWNER`
     with the next id of `kept`. A failure is logged: the turn goes on with the bytes it holds,
     and only a process that takes it over would miss them."""
     if not kept:
@@ -124,7 +135,7 @@ async def keep_answer_files(
         for entry, part in zip(stored["content"]["files"], parts, strict=True):
             if "fileId" not in entry:
                 await store.files.create(
-                    owner_id, part.filename, part.mime_type, part.data, file_id=next(ids)
+                    KEPT_OWNER, part.filename, part.mime_type, part.data, file_id=next(ids)
                 )
     except Exception:
         log.warning("could not keep the files of an answer for a takeover", exc_info=True)
@@ -163,7 +174,8 @@ async def after_answer(
 ) -> None:
     """Run the answer's `work`, then remove its kept copies unless a lease on the history still
     names them (the turn did not finish: whoever takes it over reads them). Nothing is removed
-    when `work` raises, since its lease then lapses and the turn is taken over."""
+    when `work` raises, since its lease then lapses and the turn is taken over; copies this
+    leaves behind (the lease could not be read) go with the sweep (`drop_unnamed_copies`)."""
     await work
     if not kept:
         return
@@ -174,3 +186,18 @@ async def after_answer(
         return
     if lease is None or lease.state.get("keptFiles") != list(kept):
         await drop_kept_files(store, kept)
+
+
+async def drop_unnamed_copies(store: Store, before: dt.datetime) -> list[str]:
+    """Remove the kept copies made before `before` that no lease names (their turn ended, and
+    the process that ran it stopped before it removed them); the ids removed. The copies are
+    read before the leases: a copy whose lease is committed is named until its turn ends."""
+    copies = await store.files.ids_of(KEPT_OWNER, created_before=before)
+    if not copies:
+        return []
+    named = {
+        str(k) for lease in await store.leases.every() for k in lease.state.get("keptFiles", [])
+    }
+    unnamed = [c for c in copies if c not in named]
+    await drop_kept_files(store, unnamed)
+    return unnamed

@@ -315,7 +315,7 @@ class Answering:
         answered = await compare_and_set(
             self.store, history.id, lambda _now: answer_change, current=history, attempts=1
         )
-        await keep_answer_files(self.store, history.owner_id, stored, parts, kept)
+        await keep_answer_files(self.store, stored, parts, kept)
         turn = Turn(history.id, user_id=history.owner_id)
         if forward is not None:
             relay = self.runtime.forwarder.relay(

@@ -17,6 +17,8 @@ a held tool call that may have run is reported ``TOOL_EXECUTION_UNCERTAIN`` inst
 run twice (unless the tool is read-only or idempotent); a confirmation never consumed is sent
 once, one consumed is ``uncertain`` at once. When nothing can be done the answer is undone and
 the ask is pending again. Taking over a message runs the model on the stored conversation.
+The sweep also removes the kept copies of a files answer that no lease names any more (their
+process stopped after the turn's last commit, before it removed them).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ from typing import TYPE_CHECKING, Final
 from .._util import utc_now
 from ..asks import AskSurface, PendingAsk
 from ..store import Store, TurnLease, TurnState
-from .answer_files import after_answer, drop_kept_files, recovered_answer_files
+from .answer_files import (
+    after_answer,
+    drop_kept_files,
+    drop_unnamed_copies,
+    recovered_answer_files,
+)
 from .answer_run import answer_run
 from .gate import Answer
 from .instructions import resolve_instructions
@@ -131,13 +138,19 @@ class Recovery:
                 log.warning("the sweep for expired and due asks failed", exc_info=True)
 
     async def sweep(self) -> list[Turn]:
-        """Take over every lapsed lease this runtime can claim; the turns it started."""
+        """Take over every lapsed lease this runtime can claim, then remove the kept copies of
+        files answers that no lease names, made more than a lease ago (`drop_unnamed_copies`);
+        the turns it started."""
         now = utc_now()
         turns: list[Turn] = []
         for lease in await self.store.leases.lapsed(now):
             turn = await self.take_over(lease, now)
             if turn is not None:
                 turns.append(turn)
+        try:
+            await drop_unnamed_copies(self.store, now - dt.timedelta(seconds=self.runtime.lease_s))
+        except Exception:
+            log.warning("the sweep for kept copies no turn needs failed", exc_info=True)
         return turns
 
     async def take_over(self, lease: TurnLease, now: dt.datetime | None = None) -> Turn | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +12,7 @@ from sqlalchemy import insert, select, update
 from handrail._util import new_id, utc_now
 from handrail.errors import FileNotFound
 from handrail.store.blobs import BlobMissing, BlobStore
-from handrail.store.db import Database, first_row, row_count
+from handrail.store.db import Database, all_rows, first_row, row_count
 from handrail.store.records import FileRecord
 from handrail.store.tables import files
 
@@ -66,6 +67,14 @@ class FileRepo:
             query = query.where(F.deleted_at.is_(None))
         row = await self._db.read(first_row, query)
         return None if row is None else _record(row._mapping)
+
+    async def ids_of(self, owner_id: str, *, created_before: dt.datetime) -> list[str]:
+        """The ids of the live files of `owner_id` created before `created_before` (a look-up
+        on the owner's index)."""
+        query = select(F.id).where(
+            F.owner_id == owner_id, F.deleted_at.is_(None), F.created < created_before
+        )
+        return [row.id for row in await self._db.read(all_rows, query)]
 
     async def read(self, record: FileRecord) -> bytes:
         """The file's bytes. Raises `FileNotFound` when they are gone (the file was deleted)."""

@@ -99,6 +99,10 @@ class LeaseRepo:
         row = await self._db.read(first_row, select(turn_leases).where(L.history_id == history_id))
         return None if row is None else _lease(row._mapping)
 
+    async def every(self) -> builtins.list[TurnLease]:
+        """Every lease (one for each turn that runs with a lease now, anywhere)."""
+        return [_lease(row._mapping) for row in await self._db.read(all_rows, select(turn_leases))]
+
     async def heartbeat(self, history_id: str, owner: str, until: dt.datetime) -> bool:
         """Renew `owner`'s lease to `until`; False when it is no longer theirs (taken over or
         released)."""
