@@ -2,7 +2,8 @@
 
 Read the history, work out the change for the history as it is now, write it with the version
 it was made for; on a lost race read again and work it out again, at most `attempts` times.
-Once the change is committed, its events (`HistoryChange.events`) are published; those that
+The write publishes the change's events (`HistoryChange.events`) once it committed (on
+PostgreSQL the other processes hear them with the commit, see `HistoryRepo.apply`); those that
 webhooks and email send were written to the event outbox with the change, so they are
 delivered even when this process stops before publishing them.
 
@@ -70,8 +71,6 @@ async def compare_and_set(
             lost = exc
             history = None
             continue
-        for event in made.events:
-            await store.events.publish(event)
         return written
     assert lost is not None
     raise lost

@@ -263,14 +263,8 @@ class Runtime:
             if page_tools is not None:
                 # Checked before anything is stored: a refused prompt creates no conversation.
                 page = read_page_tools(page_tools, agent=new_agent, timeout=self.page_tool_timeout)
-            history = await self.store.histories.create(principal.user_id, agent=new_agent.name)
-            await self.publish(
-                UserEvent(
-                    kind="history.created",
-                    user_id=history.owner_id,
-                    history_id=history.id,
-                    data={"title": history.title, "agent": history.agent},
-                )
+            history = await self.store.histories.create(
+                principal.user_id, agent=new_agent.name, announce=True
             )
         else:
             state, known = await self._prompt_state(principal, history_id)

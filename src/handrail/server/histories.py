@@ -121,18 +121,10 @@ async def create_history(request: Request, principal: Caller) -> JSONResponse:
     agent = runtime.agent_named(values.get("agent"))
     store = store_of(request)
     history = await store.histories.create(
-        principal.user_id, agent=agent.name, title=values.get("title")
+        principal.user_id, agent=agent.name, title=values.get("title"), announce=True
     )
     # Its first prompt starts from it, checked (`LastCommits`), instead of reading it.
     runtime.last_commits.created(history)
-    await store.events.publish(
-        UserEvent(
-            kind="history.created",
-            user_id=history.owner_id,
-            history_id=history.id,
-            data={"title": history.title, "agent": history.agent},
-        )
-    )
     return ok(request, history_json(history, []), status_code=201)
 
 

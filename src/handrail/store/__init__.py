@@ -202,7 +202,9 @@ class Store:
         self.blobs = blobs
         #: The events webhooks and email send, kept with the changes that make them.
         self.outbox = EventOutbox(db)
-        self.histories = HistoryRepo(db, self.outbox)
+        #: The per-user event bus (see `handrail.store.events`).
+        self.events = EventBus(db)
+        self.histories = HistoryRepo(db, self.outbox, self.events)
         self.files = FileRepo(db, blobs)
         self.requests = RequestLog(db)
         self.permissions = PermissionRepo(db)
@@ -212,8 +214,6 @@ class Store:
         self.running = RunningRepo(db)
         self.tokens = TokenRepo(db)
         self.audit = AuditRepo(db, self.outbox)
-        #: The per-user event bus (see `handrail.store.events`).
-        self.events = EventBus(db)
 
     @classmethod
     async def open(

@@ -58,6 +58,13 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   were on their way go together in one statement (one round trip, no transaction around it),
   on the listening connection (through the pool while not listening);
   `EventBus.close` sends what is left. On SQLite, events stay in the one process.
+- The events a history's write makes (`HistoryChange.events`, ``history.created``) are sent
+  by the write itself on PostgreSQL (`EventBus.carry`, then `EventBus.settle`): its one
+  statement, or its transaction, runs the ``pg_notify`` too, so the other processes hear
+  them when it commits and never when it rolls back, with no statement of their own. It
+  also takes the events published here and not sent yet (every history's, ahead of its
+  own): a write within the sender's wait spares that statement too. Here they are delivered
+  once it committed. The order per history holds (see `EventBus.carry`).
 - `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
   webhooks and mail); with ``kinds``, only the events of those kinds (a listener for Stop
   is not woken for every other event). With `last_event_id` it first replays what came after
@@ -80,7 +87,7 @@ import collections
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
@@ -96,6 +103,7 @@ __all__ = [
     "EVENT_KINDS",
     "QUEUE_SIZE",
     "REPLAY_WINDOW",
+    "Carried",
     "EventBus",
     "EventKind",
     "Subscription",
@@ -141,6 +149,23 @@ _SEND_MAX: Final = 100
 _SEND_GATHER_S: Final = 0.002
 _PARTS_KEPT: Final = 64
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Carried:
+    """The events a write sends in its own transaction (`EventBus.carry`): `payloads` are
+    the notifications, none when it carries nothing (SQLite, a closed bus)."""
+
+    history_id: str
+    #: The write's own events, published once it committed (`EventBus.settle`).
+    events: tuple[UserEvent, ...]
+    #: The history's events published before and not sent yet, which the write took.
+    taken: list[tuple[UserEvent, list[str]]] = field(default_factory=list)
+    payloads: list[str] = field(default_factory=list)
+    #: The histories whose events it carries (the sender holds theirs back meanwhile).
+    histories: frozenset[str | None] = frozenset()
+    #: Whether the write sends them (PostgreSQL, the bus open).
+    carries: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -362,6 +387,11 @@ class EventBus:
         self._closed = False
         self._outgoing: list[tuple[UserEvent, list[str]]] = []
         self._sender: asyncio.Task[None] | None = None
+        # The events the sender has on their way (done once `_sent` is), and the histories
+        # whose writes carry events now, with how many such writes each (see `carry`).
+        self._sending: list[tuple[UserEvent, list[str]]] = []
+        self._sent: asyncio.Future[None] | None = None
+        self._carrying: collections.Counter[str | None] = collections.Counter()
         #: The listening connection's asyncpg connection while it listens: `publish` sends on
         #: it, one statement at a time (`_driver_lock`, shared with its health check).
         self._driver: Any = None
@@ -379,11 +409,20 @@ class EventBus:
         failed delivery; it is logged."""
         if event.kind == "reload":
             raise ValueError("reload is made by subscriptions, never published")
+        self._publish(event)
+
+    def _publish(self, event: UserEvent) -> None:
         self._deliver(event)
-        if not self._remote or self._db is None:
+        if not self._remote or self._db is None or self._closed:
             return
-        if self._closed:
-            return
+        # Sent by one task, in the order published, without waiting here: the events published
+        # while the last ones were on their way go together in one statement (one round trip,
+        # no transaction around it, all or none), unless a write of their history takes them
+        # first (`carry`).
+        self._outgoing.append((event, self._payloads_of(event)))
+        self._start_sender()
+
+    def _payloads_of(self, event: UserEvent) -> list[str]:
         # The kind goes right after the origin, so that a process can tell whether it wants
         # the message before it parses it (`_kind_of`).
         message = json.dumps(
@@ -391,11 +430,10 @@ class EventBus:
             ensure_ascii=False,
             separators=(",", ":"),
         )
-        # Sent by one task, in the order published, without waiting here: the events published
-        # while the last ones were on their way go together in one statement (one round trip,
-        # no transaction around it, all or none).
-        self._outgoing.append((event, _payloads(event.id, message)))
-        if self._sender is None or self._sender.done():
+        return _payloads(event.id, message)
+
+    def _start_sender(self) -> None:
+        if self._outgoing and (self._sender is None or self._sender.done()):
             self._sender = asyncio.create_task(self._send_queued(), name="handrail-events-send")
 
     async def _send_queued(self) -> None:
@@ -403,9 +441,12 @@ class EventBus:
         while self._outgoing:
             if not self._closed:
                 await asyncio.sleep(_SEND_GATHER_S)
-            batch = self._outgoing[:_SEND_MAX]
-            del self._outgoing[:_SEND_MAX]
+            batch = self._next_batch()
+            if not batch:
+                return  # what is left waits for a write of its history (`settle` sends it)
             payloads = [p for _, payloads in batch for p in payloads]
+            self._sending = batch
+            sent = self._sent = asyncio.get_running_loop().create_future()
             try:
                 if not await self._notify_on_listener(payloads):
                     await self._db.autocommit(_notify, payloads)
@@ -414,6 +455,94 @@ class EventBus:
                     log.exception(
                         "could not send the %s event %s to other processes", event.kind, event.id
                     )
+            finally:
+                self._sending = []
+                sent.set_result(None)
+
+    def _next_batch(self) -> list[tuple[UserEvent, list[str]]]:
+        """The next events to send, in order, at most `_SEND_MAX`: those of a history whose
+        write carries events now stay, for that write's outcome (`settle`)."""
+        if not self._carrying:
+            batch = self._outgoing[:_SEND_MAX]
+            del self._outgoing[:_SEND_MAX]
+            return batch
+        batch, kept = [], []
+        for item in self._outgoing:
+            if len(batch) < _SEND_MAX and item[0].history_id not in self._carrying:
+                batch.append(item)
+            else:
+                kept.append(item)
+        self._outgoing = kept
+        return batch
+
+    # ------------------------------------------------------------------ events with a write
+
+    async def carry(self, history_id: str, events: Sequence[UserEvent]) -> Carried:
+        """What a write of `history_id` whose change makes `events` sends in its own
+        transaction (`Carried.payloads`), so that no statement of their own follows: on
+        PostgreSQL the notifications of the events published here and not sent yet, which it
+        takes from the sender, then those of `events`; nothing elsewhere, or once closed.
+        PostgreSQL delivers them to the other processes when the write commits and never
+        when it rolls back. The caller passes the result to `settle` once the write ended,
+        whatever its outcome.
+
+        The order per history holds: the write waits for the sender's statement on its way
+        when that has events of `history_id`; it leaves the events of a history that the
+        sender has on their way, or that another write carries now, for after those; and
+        until it settled, the sender holds back the events of the histories it carries."""
+        for event in events:
+            if event.kind == "reload":
+                raise ValueError("reload is made by subscriptions, never published")
+        if not self._remote or self._closed:
+            return Carried(history_id=history_id, events=tuple(events))
+        while self._sending and any(e.history_id == history_id for e, _ in self._sending):
+            assert self._sent is not None
+            await asyncio.shield(self._sent)
+        taken: list[tuple[UserEvent, list[str]]] = []
+        if self._outgoing:
+            busy = {e.history_id for e, _ in self._sending}
+            busy.update(self._carrying)
+            left: list[tuple[UserEvent, list[str]]] = []
+            for item in self._outgoing:
+                key = item[0].history_id
+                if key in busy or len(taken) >= _SEND_MAX:
+                    busy.add(key)  # what follows of that history stays behind it
+                    left.append(item)
+                else:
+                    taken.append(item)
+            self._outgoing = left
+        histories = {history_id, *(e.history_id for e, _ in taken)}
+        self._carrying.update(histories)
+        own = [(event, self._payloads_of(event)) for event in events]
+        return Carried(
+            history_id=history_id,
+            events=tuple(events),
+            taken=taken,
+            payloads=[p for _, payloads in (*taken, *own) for p in payloads],
+            histories=frozenset(histories),
+            carries=True,
+        )
+
+    def settle(self, carried: Carried, *, committed: bool) -> None:
+        """After the write that `carry` gave `carried` to. Once `committed`, its events are
+        published: here (the other processes heard them with the commit), or as `publish`
+        does when the write carried nothing. Otherwise the events it took go back to the
+        sender, first, and its own are not published. Never raises."""
+        if not carried.carries:
+            if committed:
+                for event in carried.events:
+                    self._publish(event)
+            return
+        self._carrying.subtract(carried.histories)
+        for key in carried.histories:
+            if self._carrying[key] <= 0:
+                del self._carrying[key]
+        if committed:
+            for event in carried.events:
+                self._deliver(event)
+        else:
+            self._outgoing[0:0] = carried.taken
+        self._start_sender()
 
     async def _notify_on_listener(self, payloads: list[str]) -> bool:
         """Send `payloads` on the listening connection, which waits for notifications and

@@ -37,11 +37,20 @@ from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
 from handrail.store.db import QUICK_ROWS, Database, check_here
+from handrail.store.events import CHANNEL, Carried, EventBus, UserEvent
 from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
 from handrail.store.outbox import EventOutbox, insert_outbox_events
 from handrail.store.paging import Page, Position, checked_limit
-from handrail.store.prepared import AtLeastOne, FromHead, Head, Prepared, batched, folds
+from handrail.store.prepared import (
+    AtLeastOne,
+    FromHead,
+    Head,
+    Notify,
+    Prepared,
+    batched,
+    folds,
+)
 from handrail.store.records import (
     UNSET,
     AskStatus,
@@ -125,11 +134,21 @@ class HistoryRepo:
     """Reads and changes histories. Deleted histories are invisible: `get` gives None and
     changes raise `HistoryNotFound`."""
 
-    def __init__(self, db: Database, outbox: EventOutbox | None = None) -> None:
+    def __init__(
+        self, db: Database, outbox: EventOutbox | None = None, events: EventBus | None = None
+    ) -> None:
         self._db = db
         self._outbox = outbox if outbox is not None else EventOutbox(db)
+        #: Where the writes publish their events (`create` with ``announce``, `apply`); by
+        #: default to this process only.
+        self._events = events if events is not None else EventBus()
 
-    async def create(self, owner_id: str, *, agent: str, title: str | None = None) -> History:
+    async def create(
+        self, owner_id: str, *, agent: str, title: str | None = None, announce: bool = False
+    ) -> History:
+        """A new history. With `announce`, ``history.created`` is published: on PostgreSQL
+        to the other processes by the insert itself (see `EventBus.carry`), here once it
+        committed."""
         now = utc_now()
         values: dict[str, Any] = {
             "id": new_id(),
@@ -146,9 +165,26 @@ class HistoryRepo:
             "title_key": search_key(title),
             "ask_key": None,
         }
-        # One statement: on PostgreSQL it commits alone, without a BEGIN and a COMMIT.
-        await self._db.autocommit(_insert_history, values)
-        return _history_from(values)
+        history = _history_from(values)
+        if not announce:
+            # One statement: on PostgreSQL it commits alone, without a BEGIN and a COMMIT.
+            await self._db.autocommit(_insert_history, values, None)
+            return history
+        created = UserEvent(
+            kind="history.created",
+            user_id=owner_id,
+            history_id=history.id,
+            data={"title": title, "agent": agent},
+        )
+        carried = await self._events.carry(history.id, [created])
+        try:
+            # Still one statement, the notification in it.
+            await self._db.autocommit(_insert_history, values, _notify_of(carried))
+        except BaseException:
+            self._events.settle(carried, committed=False)
+            raise
+        self._events.settle(carried, committed=True)
+        return history
 
     async def get(self, history_id: str) -> History | None:
         return await self._db.read(get_history, history_id)
@@ -228,7 +264,10 @@ class HistoryRepo:
         ``title`` unless `UNSET`), remove the ``tool-result`` rows of ``remove_results``,
         append the new rows, then set ``ask_status`` (so it may name a row appended by the
         same change). With `log`, the turn's request log entry is written in the same
-        transaction, and the change's events that the event outbox keeps.
+        transaction, and the change's events that the event outbox keeps. Once committed, the
+        change's events are published: on PostgreSQL to the other processes by the
+        transaction itself, with the history's events published before and not sent yet
+        (see `EventBus.carry`), here after the commit.
 
         Raises `HistoryConflict` when the version moved on, `HistoryNotFound` when the history does
         not exist or was deleted, and `ValueError` (writing nothing) for a row without a
@@ -237,9 +276,24 @@ class HistoryRepo:
         appended = [_row_columns(data) for data in change.append]
         statuses = _checked_statuses(change.ask_status)
         kept = self._outbox.wanted(change.events) if change.events else []
-        return await self._db.write(
-            _apply, history_id, change, expected_version, appended, statuses, log, kept
-        )
+        carried = await self._events.carry(history_id, change.events)
+        try:
+            written = await self._db.write(
+                _apply,
+                history_id,
+                change,
+                expected_version,
+                appended,
+                statuses,
+                log,
+                kept,
+                _notify_of(carried),
+            )
+        except BaseException:
+            self._events.settle(carried, committed=False)
+            raise
+        self._events.settle(carried, committed=True)
+        return written
 
     async def update_title(self, history_id: str, title: str | None) -> History:
         """Set the title without a compare-and-set; the version still grows."""
@@ -449,8 +503,16 @@ def _ask_created(pending_ask: PendingAsk, default: dt.datetime) -> dt.datetime:
     return default
 
 
-def _insert_history(connection: Connection, values: dict[str, Any]) -> None:
-    _INSERT_HISTORY.run(connection, values)
+def _notify_of(carried: Carried) -> Notify | None:
+    return (CHANNEL, carried.payloads) if carried.payloads else None
+
+
+def _insert_history(connection: Connection, values: dict[str, Any], notify: Notify | None) -> None:
+    if notify is None:
+        _INSERT_HISTORY.run(connection, values)
+        return
+    with batched(connection, last=True, notify=notify):
+        _INSERT_HISTORY.later(connection, values)
 
 
 @functools.cache
@@ -517,6 +579,7 @@ def _apply(
     statuses: dict[str, str],
     log: RequestRecord | None,
     kept: list[Any] | None = None,
+    notify: Notify | None = None,
 ) -> History:
     now = utc_now()
     set_pending = change.pending_ask is not UNSET
@@ -548,7 +611,7 @@ def _apply(
             params,
             functools.partial(_why_not_updated, connection, history_id, expected_version),
         )
-        with batched(connection, head, last=True):
+        with batched(connection, head, last=True, notify=notify):
             _write_the_rest(
                 connection,
                 history_id,
@@ -572,7 +635,7 @@ def _apply(
         # The rest needs no row back: on PostgreSQL it goes to the database in as few
         # statements as the tables allow (see `batched`), its checks run after them, in this
         # transaction.
-        with batched(connection):
+        with batched(connection, notify=notify):
             _write_the_rest(
                 connection,
                 history_id,

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from sqlalchemy import JSON, Connection
+from sqlalchemy import JSON, Connection, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Delete, Insert, Select, Update
@@ -42,7 +42,7 @@ from sqlalchemy.util import await_
 
 from handrail.store._types import UTCDateTime, sqlite_json_text, sqlite_utc_text
 
-__all__ = ["AtLeastOne", "FromHead", "Head", "Prepared", "batched", "folds"]
+__all__ = ["AtLeastOne", "FromHead", "Head", "Notify", "Prepared", "batched", "folds"]
 
 Params = Mapping[str, Any]
 Statement = Select[Any] | Insert | Update | Delete
@@ -160,6 +160,8 @@ def _columns(compiled: Compiled, dialect: Dialect) -> list[tuple[str, Processor]
 
 #: What a statement run `later` checks its row count with (it raises to fail the transaction).
 Check = Callable[[int], None]
+#: Notifications a batch sends with its writes: a channel and the payloads, in order.
+Notify = tuple[str, Sequence[str]]
 
 
 class AtLeastOne:
@@ -230,6 +232,8 @@ class _Batch:
     head_table: str = ""
     #: Whether nothing follows the batch in its transaction (see `batched`).
     last: bool = False
+    #: The notifications its last statement sends (channel, payloads; see `batched`).
+    notify: Notify | None = None
 
     def clashes(self, table: str, inserts: bool, beside_inserts: bool) -> bool:
         """Whether a statement on `table` must wait for the ones already here: the statements
@@ -249,6 +253,13 @@ _BATCHES: weakref.WeakKeyDictionary[Connection, _Batch] = weakref.WeakKeyDiction
 #: A positional parameter of asyncpg's SQL (``$1``).
 _PARAMETER: Final = re.compile(r"\$(\d+)")
 
+#: Notifications in order, in one statement (`batched` with ``notify``), for asyncpg and for
+#: SQLAlchemy.
+_NOTIFY_SQL: Final = "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p"
+_NOTIFY_TEXT: Final = text(
+    "SELECT pg_notify(:channel, p) FROM unnest(CAST(:payloads AS text[])) AS p"
+)
+
 #: PostgreSQL's error code for a division by zero: how a check inside a statement fails.
 _DIVISION_BY_ZERO: Final = "22012"
 
@@ -265,7 +276,11 @@ def folds(connection: Connection) -> bool:
 
 @contextlib.contextmanager
 def batched(
-    connection: Connection, head: Head | None = None, *, last: bool = False
+    connection: Connection,
+    head: Head | None = None,
+    *,
+    last: bool = False,
+    notify: Notify | None = None,
 ) -> Iterator[None]:
     """Inside, the statements run with `Prepared.later` on PostgreSQL wait and go to the
     database together, as one statement (each a data-modifying ``WITH`` part, its row count
@@ -279,13 +294,22 @@ def batched(
     With `last`, the caller says that nothing else is written in the transaction after the
     block: when the block's statement is then the transaction's first and its checks are
     all `AtLeastOne`, it runs without a ``BEGIN`` and ``COMMIT`` (PostgreSQL runs a statement
-    outside a transaction as one by itself), with its checks inside it."""
+    outside a transaction as one by itself), with its checks inside it.
+
+    With `notify` (PostgreSQL; ignored elsewhere), the block's last statement also sends those
+    notifications (``pg_notify``, in order; after a head only when the head changed its row):
+    PostgreSQL delivers them when the transaction commits, and never when it rolls back. When
+    nothing is left to run at the block's end, they go in a statement of their own."""
     if not folds(connection):
         if head is not None:
             raise RuntimeError("A head needs a batch (see `folds`).")
         yield
+        if notify is not None and notify[1] and connection.dialect.name == "postgresql":
+            connection.execute(_NOTIFY_TEXT, {"channel": notify[0], "payloads": list(notify[1])})
         return
-    batch = _BATCHES[connection] = _Batch(head=head, last=last)
+    batch = _BATCHES[connection] = _Batch(
+        head=head, last=last, notify=notify if notify is not None and notify[1] else None
+    )
     if head is not None:
         head_statement = head.statement.statement
         if not isinstance(head_statement, Update) or "RETURNING" not in _sql(
@@ -308,25 +332,30 @@ def _sql(prepared: Prepared, connection: Connection) -> str:
 
 def _flush(connection: Connection, batch: _Batch, *, final: bool = False) -> None:
     head = batch.head
+    notify = batch.notify if final else None
     if head is not None and head.row is None:
-        _flush_with_head(connection, batch, head, final=final)
+        _flush_with_head(connection, batch, head, final=final, notify=notify)
         return
     row = None if head is None else head.row
     waiting, batch.waiting = batch.waiting, []
     if not waiting:
+        if notify is not None:
+            _on_asyncpg(connection, _NOTIFY_SQL, [notify[0], list(notify[1])], rows=False)
         return
-    if len(waiting) == 1:
+    if len(waiting) == 1 and notify is None:
         args = [_value(v, row) for v in waiting[0].args] if waiting[0].heads else waiting[0].args
         counts = [_on_asyncpg(connection, waiting[0].plan.sql, args, rows=False)]
     else:
-        sql, args = _joined(None, waiting, row, checked=False)
-        counts = list(_on_asyncpg(connection, sql, args, rows=True)[0])
+        sql, args = _joined(None, waiting, row, checked=False, notify=notify)
+        counts = list(_on_asyncpg(connection, sql, args, rows=True)[0])[: len(waiting)]
     for item, count in zip(waiting, counts, strict=True):
         if item.check is not None:
             item.check(int(count))
 
 
-def _flush_with_head(connection: Connection, batch: _Batch, head: Head, *, final: bool) -> None:
+def _flush_with_head(
+    connection: Connection, batch: _Batch, head: Head, *, final: bool, notify: Notify | None
+) -> None:
     """The head and the statements waiting, as one statement; then the checks (or, when it
     runs alone, its checks inside it: a count of zero divides by zero)."""
     waiting, batch.waiting = batch.waiting, []
@@ -341,20 +370,21 @@ def _flush_with_head(connection: Connection, batch: _Batch, head: Head, *, final
     )
     found: Any = None
     if alone:
-        sql, args = _joined((plan.sql, head_args), waiting, None, checked=True)
+        sql, args = _joined((plan.sql, head_args), waiting, None, checked=True, notify=notify)
         try:
             found = _on_asyncpg(connection, sql, args, rows=True, alone=True)
         except _CheckFailed:
             alone = False  # nothing written: again in a transaction, to raise the check's error
     if not alone:
-        sql, args = _joined((plan.sql, head_args), waiting, None, checked=False)
+        sql, args = _joined((plan.sql, head_args), waiting, None, checked=False, notify=notify)
         found = _on_asyncpg(connection, sql, args, rows=True)
     if not found:
         raise head.missing()
     values = found[0]
     head.row = plan.decoded(values)
     if not alone:
-        for item, count in zip(waiting, values[len(plan.names) :], strict=True):
+        counts = values[len(plan.names) : len(plan.names) + len(waiting)]
+        for item, count in zip(waiting, counts, strict=True):
             if item.check is not None:
                 item.check(int(count))
 
@@ -365,15 +395,19 @@ def _joined(
     row: Mapping[str, Any] | None,
     *,
     checked: bool,
+    notify: Notify | None = None,
 ) -> tuple[str, list[Any]]:
     """One statement of `waiting` (each a ``WITH`` part ``w<n>``), after `head` (its SQL and
     arguments) when given, and its arguments. It gives one row: the head's, then each part's
     row count (with `checked`, for a part with a check ``1 / count``, which fails the statement
     for a count of zero). Without a head it always gives that row. A `FromHead` is read from
-    the part ``head``, or (once the head ran) from its `row`. The SQL is made once per shape."""
+    the part ``head``, or (once the head ran) from its `row`. With `notify`, a last part ``n``
+    sends those notifications (after a head, only when it gave its row) and its count comes
+    last. The SQL is made once per shape."""
     key = (
         None if head is None else head[0],
         checked,
+        notify is not None,
         tuple(
             (item.plan.sql, item.check is not None, item.heads if row is None else ())
             for item in waiting
@@ -381,7 +415,7 @@ def _joined(
     )
     shape = _SHAPES.get(key)
     if shape is None:
-        shape = _shape(head, waiting, row is None, checked)
+        shape = _shape(head, waiting, row is None, checked, notify is not None)
         if len(_SHAPES) >= _MAX_SHAPES:
             _SHAPES.clear()
         _SHAPES[key] = shape
@@ -391,6 +425,8 @@ def _joined(
         args.extend([waiting[n].args[at] for n, at in picks])
     else:
         args.extend([_value(waiting[n].args[at], row) for n, at in picks])
+    if notify is not None:
+        args.extend((notify[0], list(notify[1])))
     return sql, args
 
 
@@ -405,6 +441,7 @@ def _shape(
     waiting: list[_Waiting],
     from_head: bool,
     checked: bool,
+    notify: bool = False,
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     parts: list[str] = []
     picks: list[tuple[int, int]] = []
@@ -432,6 +469,15 @@ def _shape(
         else f"(SELECT count(*) FROM w{n})"
         for n, item in enumerate(waiting)
     ]
+    if notify:
+        # A part nobody reads is not run: its count is selected. After a head, it sends
+        # nothing when the head changed no row (the statement may be a transaction alone).
+        at = first + len(picks)
+        source = "head, " if head is not None else ""
+        parts.append(
+            f"n AS (SELECT pg_notify(${at + 1}, p) FROM {source}unnest(${at + 2}::text[]) AS p)"
+        )
+        counted.append("(SELECT count(*) FROM n)")
     if head is None:
         return f"WITH {', '.join(parts)} SELECT {', '.join(counted)}", tuple(picks)
     selected = ", ".join(["head.*", *counted])

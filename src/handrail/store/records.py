@@ -77,9 +77,10 @@ class HistoryChange:
     - `pending_ask`: the new `PendingAsk` (None clears it); `UNSET` keeps it.
     - `title`: the new title; `UNSET` keeps it.
     - `audit`: the audit records of what the change does to the history's gate.
-    - `events`: the `UserEvent`s the change makes, published once it is committed (by
-      `handrail.runtime.cas.compare_and_set`); those webhooks and email send are also written
-      to the event outbox in its transaction (`handrail.store.outbox`).
+    - `events`: the `UserEvent`s the change makes, published by `HistoryRepo.apply` (on
+      PostgreSQL to the other processes by its transaction, here once it committed); those
+      webhooks and email send are also written to the event outbox in its transaction
+      (`handrail.store.outbox`).
     - `lease`: the turn lease to hold from this change on (a `TurnLease`); `ReleaseLease`
       to end the lease its owner holds (the change fails with `LeaseLost` when another
       process took it over); None to drop any lease; `UNSET` leaves it as it is.
