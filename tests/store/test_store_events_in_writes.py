@@ -6,6 +6,7 @@ stand for two processes."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,30 @@ async def test_events_of_writes_stay_in_the_process_on_sqlite(tmp_path: Path) ->
         assert not store.events.crosses_processes
     finally:
         await store.close()
+
+
+async def test_concurrent_writes_deliver_every_event_in_order_per_history(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    """One write of a process carries events at a time; the others' go after their commit
+    through the sender. Every event arrives, each history's in order."""
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await two.events.start()
+        async with two.events.subscribe("alice") as heard:
+            made = [await one.histories.create("alice", agent="demo") for _ in range(6)]
+
+            async def turn(history_id: str) -> list[UserEvent]:
+                sent = []
+                for version in (1, 2, 3):
+                    started = _event(history_id, "turn.started", turnId=str(version))
+                    await one.events.publish(started)
+                    renamed = _event(history_id, title=str(version))
+                    change = HistoryChange(title=str(version), events=[renamed])
+                    await one.histories.apply(history_id, change, expected_version=version)
+                    sent += [started, renamed]
+                return sent
+
+            sent = await asyncio.gather(*(turn(h.id) for h in made))
+            got = await _next(heard, sum(len(s) for s in sent))
+            for history, theirs in zip(made, sent, strict=True):
+                assert [e for e in got if e and e.history_id == history.id] == theirs

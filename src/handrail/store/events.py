@@ -64,7 +64,12 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   them when it commits and never when it rolls back, with no statement of their own. It
   also takes the events published here and not sent yet (every history's, ahead of its
   own): a write within the sender's wait spares that statement too. Here they are delivered
-  once it committed. The order per history holds (see `EventBus.carry`).
+  once it committed. The order per history holds (see `EventBus.carry`). PostgreSQL commits
+  the transactions that notify one at a time, each holding its lock over its WAL flush (on
+  this machine about 300 such commits a second, whatever the concurrency, against
+  thousands without): so one write of a process at a time carries events, and while one
+  does, the others publish theirs after their commit, through the sender, whose
+  transactions do not wait for their flush (``synchronous_commit`` off: they only notify).
 - `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
   webhooks and mail); with ``kinds``, only the events of those kinds (a listener for Stop
   is not woken for every other event). With `last_event_id` it first replays what came after
@@ -148,6 +153,8 @@ _SEND_MAX: Final = 100
 #: statements cost each of them less, as they cost PostgreSQL less.
 _SEND_GATHER_S: Final = 0.002
 _PARTS_KEPT: Final = 64
+#: How many writes of a process carry their events at once (see `EventBus.carry`).
+_WRITES_CARRYING: Final = 1
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 
@@ -392,6 +399,7 @@ class EventBus:
         self._sending: list[tuple[UserEvent, list[str]]] = []
         self._sent: asyncio.Future[None] | None = None
         self._carrying: collections.Counter[str | None] = collections.Counter()
+        self._writing = 0
         #: The listening connection's asyncpg connection while it listens: `publish` sends on
         #: it, one statement at a time (`_driver_lock`, shared with its health check).
         self._driver: Any = None
@@ -493,9 +501,14 @@ class EventBus:
         for event in events:
             if event.kind == "reload":
                 raise ValueError("reload is made by subscriptions, never published")
-        if not self._remote or self._closed:
-            return Carried(history_id=history_id, events=tuple(events))
-        while self._sending and any(e.history_id == history_id for e, _ in self._sending):
+        while True:
+            if not self._remote or self._closed or self._writing >= _WRITES_CARRYING:
+                # Another write of this process carries events now: PostgreSQL commits the
+                # transactions that notify one at a time, each holding a lock over its WAL
+                # flush, so under load the events go after the commit, gathered by the sender.
+                return Carried(history_id=history_id, events=tuple(events))
+            if not any(e.history_id == history_id for e, _ in self._sending):
+                break
             assert self._sent is not None
             await asyncio.shield(self._sent)
         taken: list[tuple[UserEvent, list[str]]] = []
@@ -513,6 +526,7 @@ class EventBus:
             self._outgoing = left
         histories = {history_id, *(e.history_id for e, _ in taken)}
         self._carrying.update(histories)
+        self._writing += 1
         own = [(event, self._payloads_of(event)) for event in events]
         return Carried(
             history_id=history_id,
@@ -533,6 +547,7 @@ class EventBus:
                 for event in carried.events:
                     self._publish(event)
             return
+        self._writing -= 1
         self._carrying.subtract(carried.histories)
         for key in carried.histories:
             if self._carrying[key] <= 0:
@@ -737,6 +752,10 @@ class EventBus:
             raw = await connection.get_raw_connection()
             driver: Any = raw.driver_connection
             driver.add_termination_listener(lambda _c: lost.set())
+            # Its transactions only notify: they need not wait for their WAL flush, which
+            # PostgreSQL makes every transaction that notifies wait for in turn (the events'
+            # changes were committed before, durably; a notification is never kept anyway).
+            await driver.execute("SET synchronous_commit TO off")
             await driver.add_listener(CHANNEL, self._heard)
             self._driver = driver
             assert self._listening is not None
