@@ -23,7 +23,8 @@ from handrail.store import Store
 
 #: The process that dies: it keeps the webhook events (as a server with webhooks does), runs a
 #: turn that pauses on a confirm ask, or answers it, and kills itself when the first event of
-#: the kind `DIE_AT` is about to be published, after its change was committed.
+#: the kind `DIE_AT` is about to be published here, after its change was committed (on
+#: PostgreSQL the other processes heard it with the commit; no process here did).
 DYING = textwrap.dedent(
     """
     import asyncio, json, os, signal, sys
@@ -42,13 +43,25 @@ DYING = textwrap.dedent(
         store.outbox.keep(WEBHOOK_EVENTS)
         publish = store.events.publish
 
-        async def dying(event):
+        def die_before(event):
             if event.kind == die_at:
                 print(json.dumps({"historyId": event.history_id, "eventId": event.id}), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
+
+        async def dying(event):
+            die_before(event)
             await publish(event)
 
         store.events.publish = dying
+        settle = store.events.settle
+
+        def dying_settle(carried, *, committed):
+            # A change's events are published by its write once it committed (`settle`).
+            for event in carried.events if committed else ():
+                die_before(event)
+            settle(carried, committed=committed)
+
+        store.events.settle = dying_settle
         runtime = Runtime(store=store, agents=Agent("helper"), model=ScriptedModel())
         alice = Principal(user_id="alice")
         if answer == "-":
