@@ -1,6 +1,7 @@
 """A `Prepared` statement on SQLite binds `UTCDateTime` values in one call (`sqlite_utc_text`),
-and `JSONData` values with an encoder built once (`sqlite_json_text`): the stored text is
-exactly SQLAlchemy's own, and so are the errors and the values read back."""
+and on SQLite and PostgreSQL `JSONData` values with an encoder built once (`json_text`): the
+stored text (on PostgreSQL, the ``jsonb``) is exactly SQLAlchemy's own, and so are the errors
+and the values read back."""
 
 from __future__ import annotations
 
@@ -10,11 +11,23 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from sqlalchemy import JSON, Column, Connection, Integer, MetaData, Table, bindparam, insert, select
-from sqlalchemy.dialects import sqlite
+from sqlalchemy import (
+    JSON,
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    bindparam,
+    insert,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 
 from handrail.store import Database
-from handrail.store._types import JSONData, UTCDateTime, sqlite_json_text, sqlite_utc_text
+from handrail.store._types import JSONData, UTCDateTime, json_text, sqlite_utc_text
 from handrail.store.prepared import Prepared
 
 metadata = MetaData()
@@ -108,22 +121,28 @@ JSON_VALUES: list[Any] = [
 ]
 
 
-def _sqlalchemy_json() -> Any:
-    process = JSONData.dialect_impl(sqlite.dialect()).bind_processor(sqlite.dialect())
+DIALECTS: list[Dialect] = [sqlite.dialect(), postgresql.asyncpg.dialect()]
+
+
+def _sqlalchemy_json(dialect: Dialect | None = None) -> Any:
+    dialect = dialect or sqlite.dialect()
+    process = JSONData.dialect_impl(dialect).bind_processor(dialect)
     assert process is not None
     return process
 
 
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 @pytest.mark.parametrize("value", JSON_VALUES)
-def test_the_json_text_is_sqlalchemys(value: Any) -> None:
-    theirs = _sqlalchemy_json()
-    ours = sqlite_json_text(theirs)
+def test_the_json_text_is_sqlalchemys(value: Any, dialect: Dialect) -> None:
+    theirs = _sqlalchemy_json(dialect)
+    ours = json_text(theirs)
     assert ours(value) == theirs(value)
 
 
-def test_a_value_json_cannot_hold_is_refused_as_before() -> None:
-    theirs = _sqlalchemy_json()
-    ours = sqlite_json_text(theirs)
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_a_value_json_cannot_hold_is_refused_as_before(dialect: Dialect) -> None:
+    theirs = _sqlalchemy_json(dialect)
+    ours = json_text(theirs)
     for value in ({"at": dt.datetime(2026, 1, 1)}, [object()]):
         with pytest.raises(TypeError) as mine:
             ours(value)
@@ -150,3 +169,46 @@ async def test_a_prepared_statement_stores_json_as_sqlalchemy_does(tmp_path: Pat
         await database.write(_create)
         await database.write(_write_json, values)
         assert await database.read(_stored_json) == [_sqlalchemy_json()(v) for v in values]
+
+
+def _write_json_as_sqlalchemy(connection: Connection, values: list[Any]) -> None:
+    connection.execute(
+        insert(moments), [{"id": 100 + i, "at": None, "data": v} for i, v in enumerate(values)]
+    )
+
+
+def _stored_pairs(connection: Connection, count: int) -> list[tuple[Any, Any]]:
+    rows = connection.execute(
+        select(moments.c.id, moments.c.data.cast(Text)).order_by(moments.c.id)
+    ).all()
+    texts = {row[0]: row[1] for row in rows}
+    return [(texts[i], texts[100 + i]) for i in range(count)]
+
+
+async def test_on_postgresql_a_prepared_statement_stores_json_as_sqlalchemy_does(
+    postgres_cluster: Any,
+) -> None:
+    values = [v for v in JSON_VALUES if v is not JSON.NULL and not _has_nan(v)]
+    async with Database(postgres_cluster.new_database_url()) as database:
+        await database.write(_create)
+        await database.write(_write_json, values)  # `Prepared`, on asyncpg itself
+        await database.write(_write_json_as_sqlalchemy, values)
+        pairs = await database.read(_stored_pairs, len(values))
+        assert [ours for ours, _ in pairs] == [theirs for _, theirs in pairs]
+        assert pairs[values.index(None)] == (None, None)  # SQL NULL, not JSON null
+        ours_read = await database.read(_read, len(values))
+        theirs_read = [await database.read(_read_one, 100 + i) for i in range(len(values))]
+        assert [row and row["data"] for row in ours_read] == [
+            row and row["data"] for row in theirs_read
+        ]
+        assert ours_read[0] is not None
+        assert ours_read[0]["data"] == values[0]
+
+
+def _read_one(connection: Connection, at: int) -> object:
+    return _READ.first(connection, {"id": at})
+
+
+def _has_nan(value: Any) -> bool:
+    """PostgreSQL's jsonb refuses ``NaN`` and ``Infinity`` (Python's json writes them)."""
+    return isinstance(value, dict) and any(isinstance(v, float) for v in value.values())

@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["JSONData", "UTCDateTime", "sqlite_json_text", "sqlite_utc_text"]
+__all__ = ["JSONData", "UTCDateTime", "json_text", "sqlite_utc_text"]
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -86,10 +86,11 @@ _DUMPS: Final[Callable[[Any, int], Any] | None] = (
 )
 
 
-def sqlite_json_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A `JSONData` bind on SQLite: SQLAlchemy's processor (`process`, which stores
-    ``json.dumps(value)``, None as SQL NULL), with the text of a dict or a list made in one call
-    of the encoder `json.dumps` uses (the very same text)."""
+def json_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A `JSONData` bind (on SQLite, and on PostgreSQL before asyncpg's ``jsonb`` codec):
+    SQLAlchemy's processor (`process`, which stores ``json.dumps(value)``, None as SQL NULL),
+    with the text of a dict or a list made in one call of the encoder `json.dumps` uses (the
+    very same text)."""
     dumps = _DUMPS
     if dumps is None:
         return process

@@ -40,7 +40,7 @@ from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 from sqlalchemy.util import await_
 
-from handrail.store._types import UTCDateTime, sqlite_json_text, sqlite_utc_text
+from handrail.store._types import UTCDateTime, json_text, sqlite_utc_text
 
 __all__ = ["AtLeastOne", "FromHead", "Head", "Notify", "Prepared", "batched", "folds"]
 
@@ -145,8 +145,9 @@ def _slot(
     if sqlite and isinstance(bind.type, UTCDateTime):
         return bind.key, default, sqlite_utc_text  # the same text, in one call
     process = _single(processor)
-    if sqlite and process is not None and isinstance(bind.type, JSON):
-        return bind.key, default, sqlite_json_text(process)  # the same text, in one call
+    if process is not None and isinstance(bind.type, JSON):
+        # SQLite stores the text; asyncpg's jsonb codec sends it as it is.
+        return bind.key, default, json_text(process)  # the same text, in one call
     return bind.key, default, process
 
 
