@@ -1,6 +1,6 @@
 """What the routes read of a request without Starlette's general helpers: a body's JSON
-(`bodies._loads`: ``json.loads``'s value and errors) and a header (`auth.header`:
-``request.headers.get``'s value)."""
+(`bodies._loads`: ``json.loads``'s value and errors), a header (`auth.header`:
+``request.headers.get``'s value) and the app's state (`edge.AppState`: a `State`'s values)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.datastructures import State
 from starlette.requests import Request
 
+from handrail.runtime.agent import Agent
+from handrail.server import ServerConfig, UserConfig, create_app
 from handrail.server.auth import header
 from handrail.server.bodies import _loads
+from handrail.server.edge import AppState
 
 BODIES: list[bytes] = [
     b'{"prompt": "hi"}',
@@ -75,3 +79,34 @@ def _request(headers: list[tuple[bytes, bytes]]) -> Request:
 def test_a_header_reads_as_starlette_reads_it(headers: list[tuple[bytes, bytes]]) -> None:
     for name in ("authorization", "content-length", "x-handrail-via"):
         assert header(_request(headers), name.encode()) == _request(headers).headers.get(name)
+
+
+def test_the_app_state_reads_as_a_starlette_state() -> None:
+    """`AppState` keeps its values as attributes too (no ``__getattr__`` call to read one),
+    the same whether set as an attribute or an item, and gone once deleted either way."""
+    state = AppState()
+    plain = State()
+    for target in (state, plain):
+        target.store = "a"
+        target["runtime"] = "b"
+        target.runtime = "c"
+        target["store"] = "d"
+    assert (state.store, state.runtime) == (plain.store, plain.runtime) == ("d", "c")
+    assert vars(state)["store"] == "d"
+    assert vars(state)["runtime"] == "c"
+    del state.store
+    del state["runtime"]
+    assert getattr(state, "store", None) is None
+    assert getattr(state, "runtime", None) is None
+    assert list(state) == []
+    with pytest.raises(KeyError):
+        del state.store
+
+
+def test_the_apps_state_is_an_app_state() -> None:
+    config = ServerConfig(
+        users=[UserConfig(id="alice", token="t" * 32)], agents=[Agent("assistant")]
+    )
+    app = create_app(config)
+    assert isinstance(app.state, AppState)
+    assert vars(app.state)["max_json_bytes"] == app.state.max_json_bytes > 0

@@ -38,6 +38,7 @@ from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import get_typed_return_annotation
 from fastapi.routing import APIRoute
+from starlette.datastructures import State
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -49,7 +50,7 @@ from .bodies import unstorable_text, url_text_problems
 from .dispatch import RouteIndex
 from .problems import REQUEST_ID_HEADER, problem_response
 
-__all__ = ["Edge", "EdgeRoute", "HandrailAPI"]
+__all__ = ["AppState", "Edge", "EdgeRoute", "HandrailAPI"]
 
 log = logging.getLogger("handrail.server")
 
@@ -152,13 +153,35 @@ class Edge:
         return None
 
 
+class AppState(State):
+    """The app's `State`, whose values are plain attributes too: a request reads several
+    (the runtime, the store, the authenticator, the body caps), and a `State` finds each with a
+    call of its ``__getattr__``. Set and deleted as attributes or items alike."""
+
+    def __setattr__(self, key: Any, value: Any) -> None:
+        super().__setattr__(key, value)
+        object.__setattr__(self, key, value)
+
+    def __delattr__(self, key: Any) -> None:
+        super().__delattr__(key)
+        object.__delattr__(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        delattr(self, key)
+
+
 class HandrailAPI(FastAPI):
     """The FastAPI app with the edge as its only middleware (inside the ones added with
-    `add_middleware`, such as CORS) and `EdgeRoute` as its router's route class."""
+    `add_middleware`, such as CORS), `EdgeRoute` as its router's route class and an
+    `AppState`."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.router.route_class = EdgeRoute
+        self.state = AppState()
 
     def build_middleware_stack(self) -> ASGIApp:
         handlers = {
