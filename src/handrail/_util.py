@@ -119,6 +119,17 @@ _LAST_ISO: tuple[dt.datetime, str] = (_LAST_NOW[1], "1970-01-01T00:00:00.000Z")
 _LAST_SECOND: tuple[int, str] = (-1, "")
 
 
+def now_iso() -> str:
+    """``iso(utc_now())`` in one call (ten events a cycle are timed with it)."""
+    ms = time.time_ns() // 1_000_000
+    last = _LAST_NOW
+    moment = last[1] if last[0] == ms else _remember_now(ms)
+    text = _LAST_ISO
+    if moment is text[0]:
+        return text[1]
+    return iso(moment)
+
+
 def iso(moment: dt.datetime) -> str:
     """``2026-11-30T07:08:38.123Z``: ISO 8601 in UTC with ``Z``."""
     last = _LAST_ISO

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
-from handrail._util import iso, utc_now
+from handrail._util import iso, now_iso, utc_now
 
 
 def test_utc_now_is_now_to_the_millisecond_and_iso_is_its_text() -> None:
@@ -55,3 +55,16 @@ def test_iso_of_the_clock_is_isoformat_at_every_millisecond_and_second() -> None
             assert moment == dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
             assert iso(moment) == moment.isoformat(timespec="milliseconds")[:-6] + "Z"
             assert iso(moment) == iso(moment.replace(tzinfo=dt.timezone(dt.timedelta(0))))
+
+
+def test_now_iso_is_the_text_of_now() -> None:
+    for _ in range(2000):
+        before = iso(utc_now())
+        text = now_iso()
+        after = iso(utc_now())
+        assert before <= text <= after
+        assert len(text) == len("2026-11-30T07:08:38.123Z")
+        assert text.endswith("Z")
+    # Given again within a millisecond, or made anew: the text of the same moment.
+    moment = utc_now()
+    assert now_iso() >= iso(moment)

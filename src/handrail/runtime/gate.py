@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
-from .._util import iso, new_id, utc_now
+from .._util import new_id, now_iso
 from ..asks import (
     AskValidationError,
     PendingAsk,
@@ -181,7 +181,7 @@ class Gate(abc.ABC):
             kind=kind,
             input=input,
             simple=to_simple_card(kind, input, ask_id),
-            created=iso(utc_now()),
+            created=now_iso(),
             origin=self.origin,
             tool_name=tool_name,
             held_tool_call_id=call.id,

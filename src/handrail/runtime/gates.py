@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from .._util import iso, json_encoder, new_id, utc_now
+from .._util import iso, json_encoder, new_id, now_iso, utc_now
 from ..asks import (
     AskValidationError,
     PendingAsk,
@@ -148,7 +148,7 @@ class ModelAskGate(_ModelResult):
             kind=kind,
             input=call.arguments,
             simple=to_simple_card(kind, call.arguments, call.id),
-            created=iso(utc_now()),
+            created=now_iso(),
         )
 
 
@@ -164,7 +164,7 @@ class ClarifyGate(_ModelResult):
             kind="clarify",
             input=envelope,
             simple=clarify_simple_card(envelope, call.id),
-            created=iso(utc_now()),
+            created=now_iso(),
         )
 
     def tool_name(self, pending: PendingAsk) -> str:
@@ -196,7 +196,7 @@ class ApprovalGate(Gate):
             kind="confirm",
             input=confirm,
             simple=to_simple_card("confirm", confirm, approval_id),
-            created=iso(utc_now()),
+            created=now_iso(),
             origin=APPROVAL,
             approval_id=approval_id,
             tool_name=tool.name,
@@ -349,7 +349,7 @@ class PermissionGate(Gate):
             kind="choice",
             input=choice,
             simple=to_simple_card("choice", choice, ask_id),
-            created=iso(utc_now()),
+            created=now_iso(),
             origin=PERMISSION,
             tool_name=tool.name,
             connection_id=connection.connection_id,
@@ -431,7 +431,7 @@ class SelectionGate(Gate):
             kind="choice",
             input=choice,
             simple=to_simple_card("choice", choice, ask_id),
-            created=iso(utc_now()),
+            created=now_iso(),
             origin=SELECTION,
             # The name the model called (a saved connection's prefixed one): the agent's
             # tools, rules and the audit log know the action by it.
@@ -532,7 +532,7 @@ class ConfirmationGate(Gate):
             kind="confirm",
             input=confirm,
             simple=confirmation_card(confirm, ask_id, expires_at=expires_at),
-            created=iso(utc_now()),
+            created=now_iso(),
             origin=CONFIRMATION,
             tool_name=call.name,
             connection_id=binding.action_set.id,

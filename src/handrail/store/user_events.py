@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
-from handrail._util import iso, new_id, utc_now
+from handrail._util import iso, new_id, now_iso, utc_now
 from handrail.asks import PendingAsk
 
 __all__ = ["EVENT_KINDS", "EventKind", "UserEvent", "ask_created_event", "ask_resolved_event"]
@@ -80,7 +80,7 @@ class UserEvent:
     history_id: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
     id: str = field(default_factory=new_id)
-    created: str = field(default_factory=lambda: iso(utc_now()))
+    created: str = field(default_factory=now_iso)
     #: The others who may answer it (an ask event of a gate with approvers): user ids, or
     #: ``admins`` for every admin.
     approvers: tuple[str, ...] = ()
