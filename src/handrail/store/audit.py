@@ -19,7 +19,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 
 from handrail._util import new_id
 from handrail.asks.pending import PendingAsk
@@ -42,6 +53,9 @@ __all__ = [
 ]
 
 A = activity.c
+#: A literal, not a bound value: the planner then knows the lookup is inside the partial index
+#: of ``gate.asked`` records (a generic plan of a bound value could not use it).
+_GATE_ASKED = text("activity.action = 'gate.asked'")
 G = open_gates.c
 
 #: The approver that names every admin.
@@ -243,10 +257,7 @@ class AuditRepo:
     async def approvers_of(self, history_id: str, ask_id: str) -> list[str]:
         """The approvers the gate `ask_id` of the history named when it was asked (its
         ``gate.asked`` record), also after it ended."""
-        query = select(activity.c.changes).where(
-            A.history_id == history_id, A.subject == ask_id, A.action == "gate.asked"
-        )
-        rows = await self._db.read(all_rows, query)
+        rows = await self._db.read(all_rows, approvers_query(history_id, ask_id))
         names = rows[0][0].get("approvers") if rows else None
         return [str(n) for n in names] if isinstance(names, list) else []
 
@@ -319,3 +330,11 @@ class AuditRepo:
         query = select(open_gates).where(G.approvers.is_not(None)).order_by(G.created, G.history_id)
         gates = [_gate(row._mapping) for row in await self._db.read(all_rows, query)]
         return [g for g in gates if g.approver(user_id, is_admin=is_admin)][:limit]
+
+
+def approvers_query(history_id: str, ask_id: str) -> Select[tuple[Any]]:
+    """The ``changes`` of the gate `ask_id`'s ``gate.asked`` record in the history: a lookup
+    in the partial index of those records (``ix_activity_gate_asked``)."""
+    return select(activity.c.changes).where(
+        A.history_id == history_id, A.subject == ask_id, _GATE_ASKED
+    )

@@ -335,6 +335,14 @@ activity = Table(
     Index(None, "created", "id"),
     Index(None, "owner_id", "created"),
     Index(None, "actor", "created"),
+    # A gate's ``gate.asked`` record by its conversation and gate (`AuditRepo.approvers_of`).
+    Index(
+        "ix_activity_gate_asked",
+        "history_id",
+        "subject",
+        sqlite_where=text("action = 'gate.asked'"),
+        postgresql_where=text("action = 'gate.asked'"),
+    ),
 )
 
 #: The gates that wait with a clock or for other people: one per history (its pending ask),
