@@ -36,6 +36,7 @@ from .listening import BusListener
 from .messages import AssistantMessage, ToolResultMessage
 from .rows import result_row
 from .turn import Principal, Turn
+from .turn_end import cancel_paused
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -207,11 +208,9 @@ class Stopper:
         on is cancelled (``stopped``), and every call of the turn without a result (a call a
         gate held, a call the model made in the step Stop cut) gets ``execution-denied``.
         `answered` is the ask the turn resumed from (its result is stored already)."""
-        from .runtime import _cancel_paused  # the runtime's own helper, imported late
-
         run.turn.stopped = True
         if run.pause is not None:
-            run.rows = _cancel_paused(
+            run.rows = cancel_paused(
                 run.rows, run.pause, result={"action": "cancel", "reason": STOP_REASON}
             )
             run.pause = None
