@@ -15,7 +15,7 @@ import pytest
 from test_store_events import pg_url, two_stores
 
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
-from handrail.store.events import Subscription
+from handrail.store.events import _SEND_MAX, Subscription
 
 
 def _user(text: str) -> dict[str, Any]:
@@ -207,3 +207,27 @@ async def test_concurrent_writes_deliver_every_event_in_order_per_history(
             got = await _next(heard, sum(len(s) for s in sent))
             for history, theirs in zip(made, sent, strict=True):
                 assert [e for e in got if e and e.history_id == history.id] == theirs
+
+
+async def test_a_write_behind_more_events_than_it_takes_keeps_its_historys_order(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    """A write takes at most `_SEND_MAX` of the events waiting: when one of its own history's
+    is left behind, its own events must not go ahead of it (they go after its commit, through
+    the sender, behind it)."""
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await two.events.start()
+        async with two.events.subscribe("alice") as heard:
+            history = await one.histories.create("alice", agent="demo")
+            # Published at once (no await yields): none is on its way yet.
+            ahead = [_event("a" * 24, title=str(n)) for n in range(_SEND_MAX)]
+            for event in ahead:
+                await one.events.publish(event)
+            started = _event(history.id, "turn.started", turnId="t1")
+            await one.events.publish(started)
+            renamed = _event(history.id, title="Trip")
+            change = HistoryChange(title="Trip", events=[renamed])
+            await one.histories.apply(history.id, change, expected_version=1)
+            got = await _next(heard, len(ahead) + 2)
+            assert [e for e in got if e and e.history_id == history.id] == [started, renamed]
+            assert [e for e in got if e and e.history_id != history.id] == ahead

@@ -345,8 +345,9 @@ class EventBus:
 
         The order per history holds: the write waits for the sender's statement on its way
         when that has events of `history_id`; it leaves the events of a history that the
-        sender has on their way, or that another write carries now, for after those; and
-        until it settled, the sender holds back the events of the histories it carries."""
+        sender has on their way, or that another write carries now, for after those; it
+        carries nothing when one of `history_id`'s own must stay behind (past `_SEND_MAX`);
+        and until it settled, the sender holds back the events of the histories it carries."""
         for event in events:
             if event.kind == "reload":
                 raise ValueError("reload is made by subscriptions, never published")
@@ -372,6 +373,10 @@ class EventBus:
                     left.append(item)
                 else:
                     taken.append(item)
+            if history_id in busy:
+                # An event of its own history stays behind (past `_SEND_MAX`): the write's
+                # events go after it, after the commit, through the sender.
+                return Carried(history_id=history_id, events=tuple(events))
             self._outgoing = left
         histories = {history_id, *(e.history_id for e, _ in taken)}
         self._carrying.update(histories)
