@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
+import weakref
 
 import pytest
 from greenlet import getcurrent
@@ -108,3 +110,32 @@ async def test_beyond_the_kept_number_greenlets_end() -> None:
     ran = await asyncio.gather(*(spawn(work) for _ in range(greenlets.KEPT + 5)))
     assert len(greenlets._kept.free) == greenlets.KEPT
     assert sum(1 for g in ran if g.dead) >= 5
+
+
+class _Result:
+    """A value whose lifetime a test follows (`weakref`)."""
+
+
+async def test_a_kept_greenlet_holds_neither_the_value_nor_the_error_it_handed_back() -> None:
+    """A kept greenlet waits for its next call for as long as nobody makes one: what its last
+    call returned or raised (a traceback holds every frame it went through) must not stay
+    alive with it."""
+
+    def made() -> _Result:
+        return _Result()
+
+    value = await spawn(made)
+    returned = weakref.ref(value)
+    del value
+
+    def raising() -> None:
+        local = _Result()
+        raise LookupError(local)
+
+    with pytest.raises(LookupError) as caught:
+        await spawn(raising)
+    raised = weakref.ref(caught.value.args[0])
+    del caught
+    gc.collect()
+    assert returned() is None
+    assert raised() is None

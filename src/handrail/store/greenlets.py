@@ -99,8 +99,11 @@ async def spawn(fn: Callable[..., T], *args: Any) -> T:
         free.append(worker)
     else:
         worker.switch(None)
-    if result.error is not None:
-        error = result.error
-        del result
+    # The worker's frame holds `result` until its next call: it keeps neither the value nor
+    # the error (whose traceback holds every frame of the call) alive meanwhile.
+    value, error = result.value, result.error
+    result.value = result.error = None
+    del result
+    if error is not None:
         raise error
-    return result.value  # type: ignore[no-any-return]
+    return value  # type: ignore[no-any-return]
