@@ -1,5 +1,6 @@
-"""Test parts shared by the runtime and server tests: the scripted model with injected faults
-or held mid-turn, and the notes application of tool-safety-classes.md as tools."""
+"""Test parts shared by the runtime, server and store tests: the scripted model with injected
+faults or held mid-turn, the notes application of tool-safety-classes.md as tools, and a
+process that stops inside a call (`stops_in`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,27 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any, Protocol, TypeVar
 
+import pytest
+
 from handrail.runtime.models.base import ModelError, ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.tools import ToolError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def stops_in(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> asyncio.Event:
+    """A process that stops when it calls `owner.name`: the call never returns and nothing
+    after it runs (no clean-up, as after a crash); the event is set once it is reached."""
+    reached = asyncio.Event()
+
+    async def stopped(*_args: object, **_kwargs: object) -> None:
+        reached.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(owner, name, stopped)
+    return reached
+
 
 STARTING_NOTES = (
     ("Shopping list", "Coffee, oats, lemons."),

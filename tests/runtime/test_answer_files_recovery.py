@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from doubles import GatedModel
+from doubles import GatedModel, stops_in
 from handrail.runtime.agent import Agent
 from handrail.runtime.messages import FilePart, ToolResultMessage
 from handrail.runtime.runtime import Runtime
@@ -165,26 +165,13 @@ async def _left(store: Store, blobs: Path) -> tuple[list[str], list[str]]:
     return sorted(r.id for r in rows), sorted(p.name for p in blobs.iterdir())
 
 
-def _stops_here(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> asyncio.Event:
-    """A process that stops when it calls `owner.name`: the call never returns (and runs no
-    clean-up after it, as a crash would not); the event is set once it is reached."""
-    reached = asyncio.Event()
-
-    async def stopped(*_args: object, **_kwargs: object) -> None:
-        reached.set()
-        await asyncio.Event().wait()
-
-    monkeypatch.setattr(owner, name, stopped)
-    return reached
-
-
 async def test_a_process_that_stops_before_the_answer_commits_leaves_no_copy(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runtime = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
     turn, answer = await _asked(runtime, store)
     before = await _left(store, tmp_path / "blobs")
-    committing = _stops_here(monkeypatch, store.histories, "apply")
+    committing = stops_in(monkeypatch, store.histories, "apply")
     answering = asyncio.ensure_future(runtime.start_answer(ALICE, turn.history_id, answer))
     await committing.wait()
     # Were the process to stop now, nothing would ever name a copy of the data URL's bytes:
@@ -203,7 +190,7 @@ async def test_a_process_that_stops_before_keeping_the_copy_puts_the_ask_back(
     turn, answer = await _asked(a, store)
     before = await _left(store, tmp_path / "blobs")
     # The answer commits (its lease names the copy), then the process stops before the copy.
-    keeping = _stops_here(monkeypatch, a.store.files, "create")
+    keeping = stops_in(monkeypatch, a.store.files, "create")
     answering = asyncio.ensure_future(a.start_answer(ALICE, turn.history_id, answer))
     await keeping.wait()
     monkeypatch.undo()
@@ -249,7 +236,7 @@ async def test_a_process_that_stops_before_removing_the_copy_leaves_it_to_the_sw
     b = Runtime(store=store, agents=Agent("ops"), model=Recording(), lease_s=LEASE)
     turn, _, kept = await _answered(a, model, store)
     # The turn's last commit releases the lease; the process stops before removing the copy.
-    removing = _stops_here(monkeypatch, store.files, "delete")
+    removing = stops_in(monkeypatch, store.files, "delete")
     model.release.set()
     await removing.wait()
     monkeypatch.undo()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from doubles import stops_in
 from handrail.errors import NotFound
 from handrail.store import BlobMissing, BlobStore, LocalBlobStore, Store
 from handrail.store.db import first_row
@@ -130,19 +131,6 @@ async def test_keys_cannot_leave_the_folder(tmp_path: Path, key: str) -> None:
     assert list(tmp_path.rglob("*")) == []
 
 
-def _stops_in(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> asyncio.Event:
-    """A process that stops when it calls `owner.name`: the call never returns and nothing
-    after it runs (as after a crash); the event is set once it is reached."""
-    reached = asyncio.Event()
-
-    async def stopped(*_args: object, **_kwargs: object) -> None:
-        reached.set()
-        await asyncio.Event().wait()
-
-    monkeypatch.setattr(owner, name, stopped)
-    return reached
-
-
 def _written(store: Store, key: str, when: dt.datetime) -> None:
     """Date the blob `key` of the store's folder as written at `when`."""
     assert isinstance(store.blobs, LocalBlobStore)
@@ -157,13 +145,13 @@ async def test_the_sweep_removes_only_old_bytes_that_no_live_file_names(
     live = await store.files.create("u1", "kept.pdf", "application/pdf", PAYLOAD)
     deleted = await store.files.create("u1", "gone.pdf", "application/pdf", PAYLOAD)
     # A delete that stops after marking its row deleted, before removing the bytes.
-    removing = _stops_in(monkeypatch, store.blobs, "delete")
+    removing = stops_in(monkeypatch, store.blobs, "delete")
     deleting = asyncio.ensure_future(store.files.delete(deleted.id))
     await removing.wait()
     monkeypatch.undo()
     # Two creates that stop after the put, before the row: one long ago, one now (its row may
     # still be on its way).
-    inserting = _stops_in(monkeypatch, store.db, "write")
+    inserting = stops_in(monkeypatch, store.db, "write")
     crashed = asyncio.ensure_future(
         store.files.create("u1", "a", "text/plain", b"a", file_id="a" * 24)
     )
