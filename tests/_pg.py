@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 __all__ = ["PostgresCluster", "find_postgres_bindir", "postgres_cluster", "start_cluster"]
@@ -86,6 +87,15 @@ class PostgresCluster:
     def url(self, database: str) -> str:
         return (
             f"postgresql+asyncpg://{SUPERUSER}@/{database}?host={self.socket_dir}&port={self.port}"
+        )
+
+    async def connect(self, url: str) -> asyncpg.Connection:
+        """An asyncpg connection of the superuser to the database of `url` (one that
+        `new_database_url` gave), for a test that inspects it (plans, settings) outside the
+        store."""
+        database = url.split("@/", 1)[1].split("?", 1)[0]
+        return await asyncpg.connect(
+            host=str(self.socket_dir), port=self.port, user=SUPERUSER, database=database
         )
 
     def new_database_url(self) -> str:

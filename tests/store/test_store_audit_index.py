@@ -9,7 +9,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 from alembic import command
 from sqlalchemy import Connection, inspect
 from sqlalchemy.dialects import postgresql, sqlite
@@ -84,13 +83,7 @@ async def test_the_lookup_uses_the_partial_index_on_postgresql(
         await store.db.write(insert_audit, _records(history.id, 200))
     finally:
         await store.close()
-    database = url.split("@/", 1)[1].split("?", 1)[0]
-    connection = await asyncpg.connect(
-        host=str(postgres_cluster.socket_dir),
-        port=postgres_cluster.port,
-        user="postgres",
-        database=database,
-    )
+    connection = await postgres_cluster.connect(url)
     sql = str(approvers_query("h", "c").compile(dialect=postgresql.asyncpg.dialect()))  # type: ignore[attr-defined]
     try:
         await connection.execute("ANALYZE activity")

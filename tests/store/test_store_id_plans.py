@@ -113,13 +113,7 @@ async def test_id_lookups_use_the_primary_key_on_postgresql(
         ids = [(await store.histories.create("alice", agent="a")).id for _ in range(HISTORIES)]
     finally:
         await store.close()
-    database = url.split("@/", 1)[1].split("?", 1)[0]
-    connection = await asyncpg.connect(
-        host=str(postgres_cluster.socket_dir),
-        port=postgres_cluster.port,
-        user="postgres",
-        database=database,
-    )
+    connection = await postgres_cluster.connect(url)
     try:
         never = await connection.fetchval(
             "SELECT reltuples FROM pg_class WHERE relname = 'histories'"
