@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import os
 import stat
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
-from doubles import stops_in
 from handrail.errors import NotFound
 from handrail.store import BlobMissing, BlobStore, LocalBlobStore, Store
 from handrail.store.db import first_row
-from handrail.store.files import ORPHAN_BLOB_AGE
 from handrail.store.tables import files
 
 PAYLOAD = b"%PDF-1.7 secret invoice bytes \x00\xff" * 100
@@ -129,63 +125,3 @@ async def test_keys_cannot_leave_the_folder(tmp_path: Path, key: str) -> None:
     with pytest.raises(ValueError, match="Invalid blob key"):
         await blobs.delete(key)
     assert list(tmp_path.rglob("*")) == []
-
-
-def _written(store: Store, key: str, when: dt.datetime) -> None:
-    """Date the blob `key` of the store's folder as written at `when`."""
-    assert isinstance(store.blobs, LocalBlobStore)
-    os.utime(store.blobs.path(key), (when.timestamp(), when.timestamp()))
-
-
-async def test_the_sweep_removes_only_old_bytes_that_no_live_file_names(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    now = dt.datetime.now(dt.UTC)
-    old = now - ORPHAN_BLOB_AGE - dt.timedelta(minutes=1)
-    live = await store.files.create("u1", "kept.pdf", "application/pdf", PAYLOAD)
-    deleted = await store.files.create("u1", "gone.pdf", "application/pdf", PAYLOAD)
-    # A delete that stops after marking its row deleted, before removing the bytes.
-    removing = stops_in(monkeypatch, store.blobs, "delete")
-    deleting = asyncio.ensure_future(store.files.delete(deleted.id))
-    await removing.wait()
-    monkeypatch.undo()
-    # Two creates that stop after the put, before the row: one long ago, one now (its row may
-    # still be on its way).
-    inserting = stops_in(monkeypatch, store.db, "write")
-    crashed = asyncio.ensure_future(
-        store.files.create("u1", "a", "text/plain", b"a", file_id="a" * 24)
-    )
-    await inserting.wait()
-    inserting.clear()
-    creating = asyncio.ensure_future(
-        store.files.create("u1", "b", "text/plain", b"b", file_id="b" * 24)
-    )
-    await inserting.wait()
-    monkeypatch.undo()
-    for key in (live.id, deleted.id, "a" * 24):
-        _written(store, key, old)
-    assert isinstance(store.blobs, LocalBlobStore)
-    assert sorted(p.name for p in store.blobs.root.iterdir()) == sorted(
-        [live.id, deleted.id, "a" * 24, "b" * 24]
-    )
-    assert sorted(await store.files.sweep_blobs(now)) == sorted([deleted.id, "a" * 24])
-    assert sorted(p.name for p in store.blobs.root.iterdir()) == sorted([live.id, "b" * 24])
-    assert await store.files.read(live) == PAYLOAD
-    assert await store.files.sweep_blobs(now) == []
-    for pending in (deleting, crashed, creating):
-        pending.cancel()
-    await asyncio.gather(deleting, crashed, creating, return_exceptions=True)
-
-
-async def test_a_blob_store_that_does_not_list_is_not_swept(store: Store) -> None:
-    class Unlisted:
-        """The store's folder, without its listing."""
-
-        def __init__(self, blobs: BlobStore) -> None:
-            self.put, self.get, self.delete = blobs.put, blobs.get, blobs.delete
-
-    unlisted = Store(store.db, Unlisted(store.blobs))
-    await unlisted.blobs.put("c" * 24, b"c")
-    _written(store, "c" * 24, dt.datetime.now(dt.UTC) - 2 * ORPHAN_BLOB_AGE)
-    assert await unlisted.files.sweep_blobs() == []
-    assert await store.files.sweep_blobs() == ["c" * 24]

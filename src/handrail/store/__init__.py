@@ -21,7 +21,7 @@ from sqlalchemy import Connection, bindparam, exists, or_, select
 from sqlalchemy.engine import URL
 
 from handrail.store.audit import AuditRepo
-from handrail.store.blobs import BlobMissing, BlobStore, ListedBlobStore, LocalBlobStore
+from handrail.store.blobs import BlobMissing, BlobStore, LocalBlobStore
 from handrail.store.confirmations import (
     CONFIRMATION_STALE,
     CONFIRMATIONS_JSON,
@@ -104,7 +104,6 @@ __all__ = [
     "HistoryRepo",
     "LeaseLost",
     "LeaseRepo",
-    "ListedBlobStore",
     "LocalBlobStore",
     "PermissionLevel",
     "PermissionRecord",

@@ -1,15 +1,13 @@
 """Blob stores: where uploaded files' bytes live, by key. Rows only ever hold the key.
 
 `LocalBlobStore` keeps one file per key in a folder. Keys are plain names (letters, digits,
-``.``, ``_`` and ``-``, starting with a letter or digit), so no key can reach outside it. It
-also lists its keys by age (`ListedBlobStore`), for the sweep of blobs that no file names.
+``.``, ``_`` and ``-``, starting with a letter or digit), so no key can reach outside it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import os
 import re
 import tempfile
@@ -18,7 +16,7 @@ from typing import Final, Protocol, runtime_checkable
 
 from handrail.errors import HandrailError
 
-__all__ = ["BlobMissing", "BlobStore", "ListedBlobStore", "LocalBlobStore", "check_blob_key"]
+__all__ = ["BlobMissing", "BlobStore", "LocalBlobStore", "check_blob_key"]
 
 _KEY: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
@@ -37,14 +35,6 @@ class BlobStore(Protocol):
     async def get(self, key: str) -> bytes: ...
 
     async def delete(self, key: str) -> None: ...
-
-
-@runtime_checkable
-class ListedBlobStore(BlobStore, Protocol):
-    """A blob store that lists its keys: `keys_before` gives those of the blobs last written
-    before a moment."""
-
-    async def keys_before(self, moment: dt.datetime) -> list[str]: ...
 
 
 def check_blob_key(key: str) -> str:
@@ -82,28 +72,6 @@ class LocalBlobStore:
     async def delete(self, key: str) -> None:
         path = self.path(key)
         await asyncio.to_thread(path.unlink, missing_ok=True)
-
-    async def keys_before(self, moment: dt.datetime) -> list[str]:
-        """The keys of the blobs whose file was last written before `moment` (one listing of
-        the folder, on a thread; none when it does not exist yet)."""
-        return await asyncio.to_thread(self._keys_before, moment.timestamp())
-
-    def _keys_before(self, before: float) -> list[str]:
-        try:
-            entries = os.scandir(self.root)
-        except FileNotFoundError:
-            return []
-        keys: list[str] = []
-        with entries:
-            for entry in entries:
-                if _KEY.fullmatch(entry.name) is None:
-                    continue  # a temporary file of a put (".tmp-...")
-                with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
-                    if entry.is_file(follow_symlinks=False) and (
-                        entry.stat(follow_symlinks=False).st_mtime < before
-                    ):
-                        keys.append(entry.name)
-        return keys
 
     def _write(self, path: Path, data: bytes) -> None:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)

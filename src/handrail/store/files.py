@@ -1,43 +1,29 @@
-"""Uploaded files: a row with the name, type and size, and the bytes in a `BlobStore`.
-
-A file's bytes are put before its row is inserted, and its row is marked deleted before its
-bytes are removed, so a row never names missing bytes; a process that stops between the two
-leaves bytes that no live row names. `FileRepo.sweep_blobs` removes those, in a blob store
-that lists its keys (`ListedBlobStore`), once they are older than `ORPHAN_BLOB_AGE`: far more
-than any upload takes from its put to its row's commit, so no bytes of a file being created
-are removed.
-"""
+"""Uploaded files: a row with the name, type and size, and the bytes in a `BlobStore`."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from sqlalchemy import insert, select, update
 
 from handrail._util import new_id, utc_now
 from handrail.errors import FileNotFound
-from handrail.store.blobs import BlobMissing, BlobStore, ListedBlobStore
+from handrail.store.blobs import BlobMissing, BlobStore
 from handrail.store.db import Database, all_rows, first_row, row_count
 from handrail.store.records import FileRecord
 from handrail.store.tables import files
 
-__all__ = ["ORPHAN_BLOB_AGE", "FileRepo"]
+__all__ = ["FileRepo"]
 
 F = files.c
-
-#: How old the bytes that no live file names must be before `FileRepo.sweep_blobs` removes them.
-ORPHAN_BLOB_AGE: Final = dt.timedelta(days=1)
-#: How many keys one query of `sweep_blobs` looks up (by the primary key).
-_SWEEP_BATCH: Final = 500
 
 
 class FileRepo:
     """Files by id. The bytes are written to the blob store before the row, so a row never
-    names missing bytes; deleting marks the row deleted, then removes the bytes. A file's
-    blob key is its id."""
+    names missing bytes; deleting marks the row deleted, then removes the bytes."""
 
     def __init__(self, db: Database, blobs: BlobStore) -> None:
         self._db = db
@@ -110,25 +96,6 @@ class FileRepo:
         if row is None:
             raise FileNotFound(f"No file {file_id}.")
         await self._blobs.delete(row.blob_key)
-
-    async def sweep_blobs(self, now: dt.datetime | None = None) -> list[str]:
-        """Remove the bytes written more than `ORPHAN_BLOB_AGE` before `now` that no live file
-        names: a process stopped between the put and the insert of `create`, or between the
-        update and the removal of `delete`. The keys removed; none when the blob store does
-        not list its keys."""
-        if not isinstance(self._blobs, ListedBlobStore):
-            return []
-        keys = await self._blobs.keys_before((now or utc_now()) - ORPHAN_BLOB_AGE)
-        removed: list[str] = []
-        for start in range(0, len(keys), _SWEEP_BATCH):
-            batch = keys[start : start + _SWEEP_BATCH]
-            query = select(F.id).where(F.id.in_(batch), F.deleted_at.is_(None))
-            live = {row.id for row in await self._db.read(all_rows, query)}
-            for key in batch:
-                if key not in live:
-                    await self._blobs.delete(key)
-                    removed.append(key)
-        return removed
 
 
 def _record(row: Mapping[Any, Any]) -> FileRecord:
