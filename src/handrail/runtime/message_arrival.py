@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Final
 
 from .._util import utc_now
 from ..asks import PendingAsk
-from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import UNSET, ConfirmationRecord, History, HistoryChange
-from .approvals import answered_record
+from .cancelling import cancel_change, release_cancelled
 from .cas import compare_and_set
 from .events import ask_resolved_event, tool_result_event
-from .gate import gate_for, queued_asks, queued_denials, uncertain_confirmation
+from .gate import uncertain_confirmation
 from .rows import result_row, title_of, user_row
 from .turn import Turn
 
@@ -51,45 +50,22 @@ class MessageArrival:
             if pending is None:
                 return None
             cancelled.append(pending)
-            gate = gate_for(pending)
-            return HistoryChange(
-                append=[
-                    result_row(pending.tool_call_id, gate.tool_name(pending), CANCEL_BY_MESSAGE),
-                    *gate.denial_rows(pending, "user_sent_message"),
-                    *queued_denials(queued_asks(pending), "user_sent_message"),
-                    user_row(prompt),
-                ],
-                ask_status={pending.tool_call_id: "cancelled"},
-                pending_ask=None,
+            return cancel_change(
+                current,
+                pending,
+                "user_sent_message",
+                via=via,
+                envelope=CANCEL_BY_MESSAGE,
+                more_rows=[user_row(prompt)],
                 title=title_of(prompt) if current.title is None else UNSET,
                 lease=self.runtime.new_lease(history.id, {"kind": "prompt", "prompt": prompt}),
-                events=[
-                    user_ask_resolved(
-                        current.owner_id, current.id, pending, "cancel", reason="user_sent_message"
-                    )
-                ],
-                audit=[
-                    answered_record(
-                        pending,
-                        CANCEL_BY_MESSAGE,
-                        history_id=current.id,
-                        owner_id=current.owner_id,
-                        actor=current.owner_id,
-                        via=via,
-                        holds_call=gate.holds_call,
-                        action="gate.cancelled",
-                    )
-                ],
             )
 
         if history.pending_ask is None:
             return history, False
         history = await compare_and_set(self.store, history.id, cancel, current=history)
+        await release_cancelled(self.runtime._calls, cancelled, "user_sent_message", history)
         for pending in cancelled:
-            for held in [pending, *queued_asks(pending)]:
-                await self.runtime._calls.release(
-                    held, "user_sent_message", user_id=history.owner_id, history_id=history.id
-                )
             await turn.emit(ask_resolved_event(pending.tool_call_id, "cancel"))
         return history, bool(cancelled)
 

@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..asks import PendingAsk
 from ..store import UserEvent
-from ..store.events import ask_resolved_event as user_ask_resolved
 from ..store.records import History, HistoryChange
-from .approvals import answered_record
+from .cancelling import cancel_change, release_cancelled
 from .cas import compare_and_set
-from .gate import execution_denied, gate_for, queued_asks, queued_denials
+from .gate import execution_denied
 from .listening import BusListener
 from .messages import AssistantMessage, ToolResultMessage
 from .rows import result_row
@@ -156,7 +155,6 @@ class Stopper:
             return None
         runtime = self.runtime
         cancelled: list[PendingAsk] = []
-        envelope = {"action": "cancel", "reason": STOP_REASON}
 
         def cancel(current: History) -> HistoryChange | None:
             cancelled.clear()
@@ -164,40 +162,10 @@ class Stopper:
             if pending is None:
                 return None
             cancelled.append(pending)
-            gate = gate_for(pending)
-            return HistoryChange(
-                append=[
-                    result_row(pending.tool_call_id, gate.tool_name(pending), envelope),
-                    *gate.denial_rows(pending, STOP_REASON),
-                    *queued_denials(queued_asks(pending), STOP_REASON),
-                ],
-                ask_status={pending.tool_call_id: "cancelled"},
-                pending_ask=None,
-                audit=[
-                    answered_record(
-                        pending,
-                        envelope,
-                        history_id=current.id,
-                        owner_id=current.owner_id,
-                        actor=current.owner_id,
-                        via=via,
-                        holds_call=gate.holds_call,
-                        action="gate.cancelled",
-                    )
-                ],
-                events=[
-                    user_ask_resolved(
-                        current.owner_id, current.id, pending, "cancel", reason=STOP_REASON
-                    )
-                ],
-            )
+            return cancel_change(current, pending, STOP_REASON, via=via)
 
         await compare_and_set(runtime.store, history.id, cancel, current=history)
-        for pending in cancelled:
-            for held in [pending, *queued_asks(pending)]:
-                await runtime._calls.release(
-                    held, STOP_REASON, user_id=history.owner_id, history_id=history.id
-                )
+        await release_cancelled(runtime._calls, cancelled, STOP_REASON, history)
         return cancelled[0].tool_call_id if cancelled else None
 
     # --------------------------------------------------------------------------- a run
