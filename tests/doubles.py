@@ -5,14 +5,17 @@ process that stops inside a call (`stops_in`)."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any, Protocol, TypeVar
 
 import pytest
 
+from handrail.asks import PendingAsk
 from handrail.runtime.models.base import ModelError, ModelEvent, ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.tools import ToolError
+from handrail.store.records import History
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -156,3 +159,19 @@ def add_notes_tools(target: HasToolDecorator, notes: list[dict[str, str]], ran: 
 
 def starting_notes() -> list[dict[str, str]]:
     return [{"title": title, "body": body} for title, body in STARTING_NOTES]
+
+
+def history_record(name: str, pending: PendingAsk | None = None) -> History:
+    """A history of alice's with the assistant as a commit at version 1 left it, named `name`
+    and waiting on `pending` (for the tests of what a process keeps of its commits)."""
+    now = dt.datetime(2026, 12, 2, tzinfo=dt.UTC)
+    return History(
+        id=name,
+        owner_id="alice",
+        agent="assistant",
+        title=None,
+        pending_ask=pending,
+        version=1,
+        created=now,
+        updated=now,
+    )

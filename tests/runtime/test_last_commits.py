@@ -4,13 +4,12 @@ the history: the same turn as after a fresh read, and never a refusal that only 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 from typing import Any
 
 import pytest
 
-from doubles import RecordingModel
+from doubles import RecordingModel, history_record
 from examples import PLAN
 from handrail.asks import PendingAsk
 from handrail.errors import HistoryNotFound, InvalidAnswer, NotPending
@@ -20,7 +19,7 @@ from handrail.runtime.messages import UserMessage
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
 from handrail.store import Store
-from handrail.store.records import History, HistoryChange
+from handrail.store.records import HistoryChange
 
 ALICE = Principal(user_id="alice")
 ASK = "ask_choice " + json.dumps(PLAN)
@@ -191,20 +190,9 @@ async def test_a_stop_or_delete_in_this_process_is_never_answered_from_the_copy(
 
 def test_last_commits_keep_the_newest_up_to_their_size() -> None:
     commits = LastCommits(2)
-    now = dt.datetime.now(dt.UTC)
     pending = PendingAsk(tool_call_id="c1", kind="confirm", input={}, simple={}, prompt_index=1)
     for name in ("a", "b", "c"):
-        history = History(
-            id=name,
-            owner_id="alice",
-            agent="assistant",
-            title=None,
-            pending_ask=pending,
-            version=1,
-            created=now,
-            updated=now,
-        )
-        commits.keep(history, ())
+        commits.keep(history_record(name, pending), ())
     assert len(commits) == 2
     assert commits.take("a") is None
     taken = commits.take("c")

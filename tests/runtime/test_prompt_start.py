@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from doubles import RecordingModel
+from doubles import RecordingModel, history_record
 from examples import PLAN
 from handrail.asks import PendingAsk
 from handrail.errors import HistoryNotFound, NotOwner
@@ -89,32 +89,19 @@ def seen(model: RecordingModel) -> list[list[tuple[str, Any]]]:
 # --- the entries ------------------------------------------------------------------------------
 
 
-def _history(name: str, pending: PendingAsk | None = None) -> History:
-    return History(
-        id=name,
-        owner_id="alice",
-        agent="assistant",
-        title=None,
-        pending_ask=pending,
-        version=1,
-        created=NOW,
-        updated=NOW,
-    )
-
-
 def test_an_entry_for_a_prompt_keeps_every_row_up_to_its_bound() -> None:
     commits = LastCommits(3)
-    commits.created(_history("new"))
+    commits.created(history_record("new"))
     entry = commits.take("new")
     assert entry is not None
     assert entry.rows == ()
     assert entry.replay is None
     # A history that waits on no ask is kept only with its rows, and at most LAST_COMMIT_ROWS.
     row = {"type": "user", "text": "hi"}
-    commits.keep(_history("unknown"))
-    commits.keep(_history("long"), rows=[row] * (LAST_COMMIT_ROWS + 1))
+    commits.keep(history_record("unknown"))
+    commits.keep(history_record("long"), rows=[row] * (LAST_COMMIT_ROWS + 1))
     assert len(commits) == 0
-    commits.keep(_history("full"), rows=[row] * LAST_COMMIT_ROWS)
+    commits.keep(history_record("full"), rows=[row] * LAST_COMMIT_ROWS)
     full = commits.take("full")
     assert full is not None
     assert full.rows is not None
@@ -122,14 +109,14 @@ def test_an_entry_for_a_prompt_keeps_every_row_up_to_its_bound() -> None:
     # A paused one keeps its replay (bounded as before) and its rows only when they fit.
     pending = PendingAsk(tool_call_id="c1", kind="confirm", input={}, simple={}, prompt_index=1)
     replay = (UserMessage(text="hi"),)
-    commits.keep(_history("paused", pending), replay, [row] * (LAST_COMMIT_ROWS + 1))
+    commits.keep(history_record("paused", pending), replay, [row] * (LAST_COMMIT_ROWS + 1))
     paused = commits.take("paused")
     assert paused is not None
     assert paused.replay == replay
     assert paused.rows is None
-    commits.keep(_history("paused", pending), replay * (LAST_COMMIT_MESSAGES + 1), [row])
+    commits.keep(history_record("paused", pending), replay * (LAST_COMMIT_MESSAGES + 1), [row])
     assert commits.take("paused") is None
-    commits.keep(_history("paused", pending), None, [row])  # nothing to replay: not kept
+    commits.keep(history_record("paused", pending), None, [row])  # nothing to replay: not kept
     assert commits.take("paused") is None
 
 
@@ -137,18 +124,18 @@ def test_one_entry_per_history_and_the_oldest_go_first() -> None:
     commits = LastCommits(2)
     row = {"type": "user", "text": "hi"}
     for name in ("a", "b", "c"):
-        commits.keep(_history(name), rows=[row])
+        commits.keep(history_record(name), rows=[row])
     assert len(commits) == 2
     assert commits.take("a") is None
     # A newer commit replaces the older entry; one it cannot keep drops it.
-    commits.keep(dataclasses.replace(_history("b"), version=2), rows=[row, row])
-    commits.keep(_history("c"))
+    commits.keep(dataclasses.replace(history_record("b"), version=2), rows=[row, row])
+    commits.keep(history_record("c"))
     assert len(commits) == 1
     newer = commits.take("b")
     assert newer is not None
     assert newer.history.version == 2
     assert len(newer.rows or ()) == 2
-    commits.keep(_history("d"), rows=[])
+    commits.keep(history_record("d"), rows=[])
     commits.drop("d")
     assert len(commits) == 0
 
