@@ -55,7 +55,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, ExceptionContext, Row, create_engine, event, pool, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
@@ -74,6 +74,7 @@ __all__ = [
     "check_here",
     "driver_url",
     "first_row",
+    "may_have_committed",
     "row_count",
     "without_values",
 ]
@@ -248,6 +249,33 @@ def without_values(error: BaseException) -> BaseException:
         if item.args and isinstance(item.args[0], str) and "query argument" in item.args[0]:
             item.args = (_ARGUMENT_VALUE.sub(_VALUE_HIDDEN, item.args[0]), *item.args[1:])
     return error
+
+
+#: The SQLSTATE classes of a PostgreSQL error after which a COMMIT (or a statement that runs
+#: as a transaction by itself) may still have taken effect: the connection failed (08), the
+#: operator intervened (57: a cancel during the commit's wait for a standby, a shutdown), the
+#: system failed (58, XX).
+_OUTCOME_UNKNOWN_CLASSES: Final = frozenset({"08", "57", "58", "XX"})
+
+
+def may_have_committed(error: BaseException) -> bool:
+    """Whether a write (`Database.write`, `Database.autocommit`) that raised `error` may still
+    have committed: the caller was cancelled or interrupted (the commit may have been sent,
+    and on SQLite the writer thread goes on), or the connection failed or the error is not the
+    database's answer (its link lost during or after the COMMIT). False for an error of the
+    work itself (a `ValueError`, a conflict) or an answer of the database that refuses the
+    statement (a constraint, a serialization failure): nothing was written then."""
+    if not isinstance(error, Exception):
+        return True  # CancelledError, KeyboardInterrupt, SystemExit
+    if isinstance(error, DBAPIError):
+        if error.connection_invalidated:
+            return True
+        orig = error.orig
+        if isinstance(orig, sqlite3.Error):
+            return False
+        state = getattr(orig, "sqlstate", None)
+        return not isinstance(state, str) or state[:2] in _OUTCOME_UNKNOWN_CLASSES
+    return isinstance(error, OSError)  # TimeoutError and ConnectionError among them
 
 
 def _from_asyncpg(error: BaseException) -> bool:

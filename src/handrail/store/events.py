@@ -27,12 +27,17 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   them when it commits and never when it rolls back, with no statement of their own. It
   also takes the events published here and not sent yet (every history's, ahead of its
   own): a write within the sender's wait spares that statement too. Here they are delivered
-  once it committed. The order per history holds (see `EventBus.carry`). PostgreSQL commits
-  the transactions that notify one at a time, each holding its lock over its WAL flush (on
-  this machine about 300 such commits a second, whatever the concurrency, against
-  thousands without): so one write of a process at a time carries events, and while one
-  does, the others publish theirs after their commit, through the sender, whose
-  transactions do not wait for their flush (``synchronous_commit`` off: they only notify).
+  once it committed. A write that raised where its commit may have taken effect (a cancel, a
+  lost connection: `handrail.store.db.may_have_committed`) is taken as committed here, and
+  the events it took are sent again, marked so, for a process that heard them with its
+  commit drops them (`EventBus.settle`): none is lost, none heard twice (within the
+  `REPLAY_WINDOW` events a process keeps). The order per history holds (see
+  `EventBus.carry`). PostgreSQL commits the transactions that notify one at a time, each
+  holding its lock over its WAL flush (on this machine about 300 such commits a second,
+  whatever the concurrency, against thousands without): so one write of a process at a time
+  carries events, and while one does, the others publish theirs after their commit, through
+  the sender, whose transactions do not wait for their flush (``synchronous_commit`` off:
+  they only notify).
 - `EventBus.subscribe(user_id)` hears the events of one user (``None``: of every user, for
   webhooks and mail); with ``kinds``, only the events of those kinds (a listener for Stop
   is not woken for every other event). With `last_event_id` it first replays what came after
@@ -279,15 +284,16 @@ class EventBus:
         self._outgoing.append((event, self._payloads_of(event)))
         self._start_sender()
 
-    def _payloads_of(self, event: UserEvent) -> list[str]:
+    def _payloads_of(self, event: UserEvent, *, again: bool = False) -> list[str]:
         # The kind goes right after the origin, so that a process can tell whether it wants
-        # the message before it parses it (`_kind_of`).
-        message = json.dumps(
-            {"o": self.origin, "k": event.kind, "e": event.to_json()},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return _payloads(event.id, message)
+        # the message before it parses it (`_kind_of`). An event sent `again` (see `settle`)
+        # says so next (`_AGAIN`), and its parts have a key of their own.
+        head: dict[str, Any] = {"o": self.origin, "k": event.kind}
+        if again:
+            head["r"] = 1
+        head["e"] = event.to_json()
+        message = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+        return _payloads(new_id() if again else event.id, message)
 
     def _start_sender(self) -> None:
         if self._outgoing and (self._sender is None or self._sender.done()):
@@ -391,13 +397,22 @@ class EventBus:
             carries=True,
         )
 
-    def settle(self, carried: Carried, *, committed: bool) -> None:
+    def settle(self, carried: Carried, *, committed: bool | None) -> None:
         """After the write that `carry` gave `carried` to. Once `committed`, its events are
         published: here (the other processes heard them with the commit), or as `publish`
-        does when the write carried nothing. Otherwise the events it took go back to the
-        sender, first, and its own are not published. Never raises."""
+        does when the write carried nothing. When it did not commit, the events it took go
+        back to the sender, first, and its own are not published.
+
+        `committed` None: the outcome is unknown (the write raised where its commit may have
+        taken effect: a cancel, a lost connection; see `may_have_committed`). Nothing may be
+        lost, so it is taken as committed for what only this process can send: its own events
+        are delivered here (and published as `publish` does when it carried nothing). The
+        events it took were other writes' and went with its commit, if there was one: they go
+        to the sender again, marked as sent again, and a process that heard them already
+        drops them (`_heard`). If the write did roll back, its events told of a change that is
+        not there: a client that reads the state again finds it as it was. Never raises."""
         if not carried.carries:
-            if committed:
+            if committed is not False:
                 for event in carried.events:
                     self._publish(event)
             return
@@ -406,10 +421,12 @@ class EventBus:
         for key in carried.histories:
             if self._carrying[key] <= 0:
                 del self._carrying[key]
-        if committed:
+        if committed is not False:
             for event in carried.events:
                 self._deliver(event)
-        else:
+        if committed is None:
+            self._outgoing[0:0] = [(e, self._payloads_of(e, again=True)) for e, _ in carried.taken]
+        elif not committed:
             self._outgoing[0:0] = carried.taken
         self._start_sender()
 
@@ -641,6 +658,8 @@ class EventBus:
             message = self._assemble(payload)
             if message is None or message.startswith(self._own):
                 return  # this process delivered it when it published
+            if message.find(_AGAIN, 0, _HEAD_CHARS) >= 0 and self._heard_already(message):
+                return
             if self._heard_by_nobody(message):
                 self._recent.append(message)
                 return
@@ -650,6 +669,18 @@ class EventBus:
             return
         if event is not None:
             self._deliver(event)
+
+    def _heard_already(self, message: str) -> bool:
+        """Whether the event of a message sent again (see `settle`) is among those this
+        process heard (`REPLAY_WINDOW`): it came with the commit of the write whose outcome
+        its sender did not know."""
+        event_id = _id_of(message)
+        if event_id is None:
+            return False
+        for item in self._recent:
+            if (item.id if isinstance(item, UserEvent) else _id_of(item)) == event_id:
+                return True
+        return False
 
     def _assemble(self, payload: str) -> str | None:
         if payload.startswith("m|"):
@@ -681,6 +712,12 @@ def _event_of(message: str, origin: str) -> UserEvent | None:
 
 #: Where the kind starts in a message: after the origin (a new_id, so no quote in it).
 _KIND_KEY: Final = ',"k":"'
+#: What follows the kind in the message of an event sent again (see `EventBus.settle`).
+_AGAIN: Final = ',"r":1,'
+#: Where the event's id starts: the first key of the event's wire form.
+_ID_KEY: Final = '"e":{"id":"'
+#: How far into a message its head (origin, kind, mark, the event's id) may go.
+_HEAD_CHARS: Final = 160
 
 
 def _kind_of(message: str) -> str | None:
@@ -691,6 +728,17 @@ def _kind_of(message: str) -> str | None:
         return None
     start += len(_KIND_KEY)
     end = message.find('"', start, start + 40)
+    return message[start:end] if end > 0 else None
+
+
+def _id_of(message: str) -> str | None:
+    """The id of a message's event, read from its head without parsing it; None when it
+    names none there."""
+    start = message.find(_ID_KEY, 0, _HEAD_CHARS)
+    if start < 0:
+        return None
+    start += len(_ID_KEY)
+    end = message.find('"', start, start + 80)
     return message[start:end] if end > 0 else None
 
 

@@ -36,7 +36,7 @@ from handrail._util import new_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
-from handrail.store.db import QUICK_ROWS, Database, check_here
+from handrail.store.db import QUICK_ROWS, Database, check_here, may_have_committed
 from handrail.store.events import CHANNEL, Carried, EventBus, UserEvent
 from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
@@ -180,8 +180,8 @@ class HistoryRepo:
         try:
             # Still one statement, the notification in it.
             await self._db.autocommit(_insert_history, values, _notify_of(carried))
-        except BaseException:
-            self._events.settle(carried, committed=False)
+        except BaseException as error:
+            self._events.settle(carried, committed=_committed(error))
             raise
         self._events.settle(carried, committed=True)
         return history
@@ -289,8 +289,8 @@ class HistoryRepo:
                 kept,
                 _notify_of(carried),
             )
-        except BaseException:
-            self._events.settle(carried, committed=False)
+        except BaseException as error:
+            self._events.settle(carried, committed=_committed(error))
             raise
         self._events.settle(carried, committed=True)
         return written
@@ -501,6 +501,12 @@ def _ask_created(pending_ask: PendingAsk, default: dt.datetime) -> dt.datetime:
             return default
         return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
     return default
+
+
+def _committed(error: BaseException) -> bool | None:
+    """What a write that raised `error` tells `EventBus.settle`: False when it surely rolled
+    back, None when it may have committed (`may_have_committed`)."""
+    return None if may_have_committed(error) else False
 
 
 def _notify_of(carried: Carried) -> Notify | None:

@@ -1,0 +1,149 @@
+"""Events of a write whose outcome its caller does not know, and of writes around the bus's
+close: a write that committed and then raised (a cancel, a lost connection during or after
+the COMMIT) loses none of its events and sends none twice; once `EventBus.close` began, a
+write that ends starts no task. Two stores on one database stand for two processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.exc import IntegrityError, OperationalError
+from test_store_events import pg_url, two_stores
+
+from handrail.store import HistoryChange, Store, UserEvent
+from handrail.store.db import may_have_committed
+from handrail.store.events import Subscription
+
+
+def _event(history_id: str, kind: str = "history.renamed", **data: object) -> UserEvent:
+    return UserEvent(kind=kind, user_id="alice", history_id=history_id, data=data)  # type: ignore[arg-type]
+
+
+async def _next(subscription: Subscription, count: int) -> list[UserEvent | None]:
+    return [await subscription.get(timeout=5) for _ in range(count)]
+
+
+def _then_raise(
+    work: Callable[..., Awaitable[Any]], error: BaseException
+) -> Callable[..., Awaitable[Any]]:
+    """`work` (a `Database.write` or `autocommit`), which commits, then raises `error`: as a
+    connection lost right after the COMMIT, or a cancel while the reply was on its way."""
+
+    async def committed_then_raised(*args: Any, **kwargs: Any) -> Any:
+        await work(*args, **kwargs)
+        raise error
+
+    return committed_then_raised
+
+
+_AFTER_COMMIT = [ConnectionResetError("lost after the COMMIT"), asyncio.CancelledError()]
+
+
+@pytest.mark.parametrize("error", _AFTER_COMMIT, ids=["lost", "cancelled"])
+async def test_a_write_that_committed_then_raised_delivers_its_events_here(
+    store: Store, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    history = await store.histories.create("alice", agent="demo")
+    db = store.histories._db
+    monkeypatch.setattr(db, "write", _then_raise(db.write, error))
+    monkeypatch.setattr(db, "autocommit", _then_raise(db.autocommit, error))
+    async with store.events.subscribe("alice") as heard:
+        renamed = _event(history.id, title="Trip")
+        with pytest.raises(type(error)):
+            await store.histories.apply(
+                history.id, HistoryChange(title="Trip", events=[renamed]), expected_version=1
+            )
+        with pytest.raises(type(error)):
+            await store.histories.create("alice", agent="demo", announce=True)
+        got = await _next(heard, 2)
+        assert got[0] == renamed
+        assert got[1] is not None
+        assert got[1].kind == "history.created"
+        assert await heard.get(timeout=0.1) is None
+
+
+@pytest.mark.parametrize("error", _AFTER_COMMIT, ids=["lost", "cancelled"])
+async def test_a_write_that_committed_then_raised_sends_no_event_twice(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await one.events.start()
+        await two.events.start()
+        history = await one.histories.create("alice", agent="demo")
+        other = await one.histories.create("alice", agent="demo")
+        own = one.events.open("alice")
+        async with two.events.subscribe("alice") as heard:
+            db = one.histories._db
+            write = db.write
+            monkeypatch.setattr(db, "write", _then_raise(write, error))
+            # Published before the write and not sent yet: the write takes it, and it went
+            # with the commit, though the write raised.
+            earlier = _event(other.id, "turn.started", turnId="t1")
+            await one.events.publish(earlier)
+            renamed = _event(history.id, title="Trip")
+            with pytest.raises(type(error)):
+                await one.histories.apply(
+                    history.id, HistoryChange(title="Trip", events=[renamed]), expected_version=1
+                )
+            monkeypatch.setattr(db, "write", write)
+            after = _event(history.id, title="after")
+            await one.histories.apply(
+                history.id, HistoryChange(title="after", events=[after]), expected_version=2
+            )
+            # Each once, in order: had `earlier` been sent again and not dropped, it came
+            # between.
+            assert await _next(heard, 3) == [earlier, renamed, after]
+            assert await heard.get(timeout=0.2) is None
+            assert await _next(own, 3) == [earlier, renamed, after]
+        one.events.discard(own)
+
+
+async def test_events_sent_again_reach_a_process_that_missed_them(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that raised where its commit may have taken effect, and did not commit: the
+    events it took are sent again, and heard (the mark only makes a process that heard them
+    already drop them)."""
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await one.events.start()
+        await two.events.start()
+        history = await one.histories.create("alice", agent="demo")
+        other = await one.histories.create("alice", agent="demo")
+        async with two.events.subscribe("alice") as heard:
+            db = one.histories._db
+
+            async def lost_before_the_commit(*args: Any, **kwargs: Any) -> Any:
+                raise ConnectionResetError("lost")
+
+            monkeypatch.setattr(db, "write", lost_before_the_commit)
+            earlier = _event(other.id, "turn.started", turnId="t1")
+            await one.events.publish(earlier)
+            with pytest.raises(ConnectionResetError):
+                await one.histories.apply(
+                    history.id,
+                    HistoryChange(title="x", events=[_event(history.id)]),
+                    expected_version=1,
+                )
+            assert await _next(heard, 1) == [earlier]
+
+
+def test_which_errors_leave_the_commit_unknown() -> None:
+    assert may_have_committed(asyncio.CancelledError())
+    assert may_have_committed(ConnectionResetError())
+    assert may_have_committed(TimeoutError())
+    lost = OperationalError("COMMIT", None, ConnectionResetError())
+    assert may_have_committed(lost)
+
+    class Refused(Exception):
+        sqlstate = "23505"
+
+    class Shutdown(Exception):
+        sqlstate = "57P01"
+
+    assert not may_have_committed(IntegrityError("INSERT", None, Refused()))
+    assert may_have_committed(OperationalError("COMMIT", None, Shutdown()))
+    assert not may_have_committed(ValueError("call_x"))
