@@ -29,6 +29,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from sqlalchemy import Connection, text
 
 __all__ = ["PostgresCluster", "find_postgres_bindir", "postgres_cluster", "start_cluster"]
 
@@ -228,3 +229,14 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         if _users == 0:
             _running.stop()
             _running = None
+
+
+def end_other_sessions(connection: Connection) -> None:
+    """A store work (`Database.write`): PostgreSQL ends every other session of the database,
+    as a restart or a failover would."""
+    connection.execute(
+        text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    )

@@ -26,6 +26,7 @@ import pytest
 from server_helpers import Api, command, start_api
 from sqlalchemy import Connection, insert, text
 
+from _pg import end_other_sessions
 from handrail._util import new_id, utc_now
 from handrail.errors import HandrailError
 from handrail.runtime.agent import Agent
@@ -205,21 +206,12 @@ async def test_a_closed_database(store: Store, captured: Captured) -> None:
         # Another process ends every session of the database (a restart, a failover).
         async with Database(store.db.url) as other:
             await store.db.read(lambda c: c.execute(text("SELECT 1")).scalar())
-            await other.write(_terminate_others)
+            await other.write(end_other_sessions)
         errors.append(await _failure(store.db.write(_insert_request, _request_values())))
     await store.db.close()
     if store.db.backend == "sqlite":  # PostgreSQL's engine would open a new connection
         errors.append(await _failure(store.db.write(_INSERT_REQUEST.run, _request_values())))
     captured.assert_clean(*errors)
-
-
-def _terminate_others(connection: Connection) -> None:
-    connection.execute(
-        text(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-    )
 
 
 # --- a lost compare-and-set -------------------------------------------------------------------

@@ -4,6 +4,7 @@ own, or an existing database; ``conftest.py`` turns it into fixtures."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 
+from demo_server import free_port
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.base import Model
 from handrail.runtime.runtime import Runtime
@@ -238,3 +241,33 @@ def sqlite_url(tmp_path: Path) -> str:
 
 def load_schema(name: str) -> dict[str, Any]:
     return dict(json.loads((SCHEMAS / f"{name}.schema.json").read_text()))
+
+
+class RunningServer:
+    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], port: int) -> None:
+        self.server = server
+        self.task = task
+        self.base = f"http://127.0.0.1:{port}"
+
+
+async def start_uvicorn(app: Any) -> RunningServer:
+    """`app` under uvicorn on a free loopback port, in this event loop, once it serves."""
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", ws="none"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(300):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    assert server.started
+    return RunningServer(server, task, port)
+
+
+async def stop_uvicorn(running: RunningServer) -> None:
+    running.server.should_exit = True
+    await asyncio.wait_for(running.task, 30)

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from server_helpers import (
     TOKENS,
     Api,
@@ -23,6 +22,8 @@ from server_helpers import (
     parse_sse,
     sqlite_url,
     start_api,
+    start_uvicorn,
+    stop_uvicorn,
 )
 
 from demo_server import free_port
@@ -301,35 +302,6 @@ def test_durable_across_processes(tmp_path: Path) -> None:
         _stop(process)
 
 
-class RunningServer:
-    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], port: int) -> None:
-        self.server = server
-        self.task = task
-        self.base = f"http://127.0.0.1:{port}"
-
-
-async def _start_uvicorn(app: Any) -> RunningServer:
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", ws="none"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    for _ in range(300):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    assert server.started
-    return RunningServer(server, task, port)
-
-
-async def _stop_uvicorn(running: RunningServer) -> None:
-    running.server.should_exit = True
-    await asyncio.wait_for(running.task, 30)
-
-
 @pytest.mark.parametrize("route", ["prompt", "turn"])
 async def test_client_disconnect_does_not_stop_the_turn(tmp_path: Path, route: str) -> None:
     url = sqlite_url(tmp_path)
@@ -338,7 +310,7 @@ async def test_client_disconnect_does_not_stop_the_turn(tmp_path: Path, route: s
     config = config_for(url, tmp_path)
     runtime = Runtime(store=store, agents=config.resolved_agents(), model=model)
     app = create_app(config, runtime=runtime, store=store)
-    running = await _start_uvicorn(app)
+    running = await start_uvicorn(app)
     headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
     try:
         async with httpx.AsyncClient(base_url=running.base, headers=headers, timeout=30) as c:
@@ -373,7 +345,7 @@ async def test_client_disconnect_does_not_stop_the_turn(tmp_path: Path, route: s
                 ("assistant", "first second"),
             ]
     finally:
-        await _stop_uvicorn(running)
+        await stop_uvicorn(running)
         await store.close()
 
 

@@ -10,6 +10,10 @@ closes uploaded files), with one wrapper around `send`:
 - a path or query holding NUL is refused as `bodies.url_text_problems` words it;
 - an exception of a route goes to the handler registered for its type (`install_problem_handlers`)
   while no response has started;
+- an error raised from the database's connection lost (`handrail.store.connection_lost`: it
+  restarted or failed over) is logged as a warning and answered with a 503 ``Database
+  unavailable`` and ``Retry-After: 1``: the store opens new connections, so sending the
+  request again works;
 - anything else is logged with its traceback and the request id and answered with a 500
   ``Internal Server Error`` that says nothing of the exception (when a response had already
   started, the response ends where it is).
@@ -46,6 +50,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._util import new_uuid4
+from ..store import connection_lost
 from .bodies import unstorable_text, url_text_problems
 from .dispatch import RouteIndex
 from .problems import REQUEST_ID_HEADER, problem_response
@@ -55,6 +60,14 @@ __all__ = ["AppState", "Edge", "EdgeRoute", "HandrailAPI"]
 log = logging.getLogger("handrail.server")
 
 _REQUEST_ID: Final = REQUEST_ID_HEADER.lower().encode("ascii")
+#: A request whose store call lost the database's connection (`connection_lost`).
+_DATABASE_LOST: Final = {
+    "status": 503,
+    "title": "Database unavailable",
+    "detail": "The server lost its connection to the database and opens a new one. "
+    "Send the request again in a moment.",
+    "code": "database-unavailable",
+}
 
 Handler = Callable[[Request, Exception], Any]
 
@@ -125,7 +138,23 @@ class Edge:
                 if response is not None:
                     await response(scope, receive, send_with_id)
                 exc.__traceback__ = None  # an instance raised again keeps no old frames
-        except Exception:
+        except Exception as exc:
+            if connection_lost(exc):
+                # The database restarted or failed over: the store opens new connections, so
+                # the client may send the request again (a transaction that failed wrote
+                # nothing).
+                log.warning(
+                    "%s %s (request %s) lost its database connection: %s",
+                    scope.get("method"),
+                    scope.get("path"),
+                    request_id,
+                    type(exc).__name__,
+                )
+                if not started:
+                    await problem_response(scope, _DATABASE_LOST, headers={"Retry-After": "1"})(
+                        scope, receive, send_with_id
+                    )
+                return
             log.exception(
                 "unhandled error in %s %s (request %s)",
                 scope.get("method"),

@@ -32,7 +32,7 @@ from handrail.store.confirmations import (
     confirmation_records,
     confirmations_of,
 )
-from handrail.store.db import DEFAULT_URL, Database, driver_url
+from handrail.store.db import DEFAULT_URL, Database, connection_lost, driver_url
 from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
 from handrail.store.histories import (
@@ -118,6 +118,7 @@ __all__ = [
     "TurnLease",
     "TurnState",
     "UserEvent",
+    "connection_lost",
     "default_blob_dir",
     "request_record",
 ]

@@ -278,6 +278,21 @@ def may_have_committed(error: BaseException) -> bool:
     return isinstance(error, OSError)  # TimeoutError and ConnectionError among them
 
 
+def connection_lost(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, is the database's connection lost
+    (the database restarted, failed over or ended the session): SQLAlchemy's error with
+    ``connection_invalidated``. The store opens new connections for the next transactions,
+    so the request that met it may simply be sent again."""
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        if isinstance(item, DBAPIError) and item.connection_invalidated:
+            return True
+        item = item.__cause__ or item.__context__
+    return False
+
+
 def _from_asyncpg(error: BaseException) -> bool:
     """An asyncpg error, or SQLAlchemy's adaptation of one (which copies its ``detail``)."""
     module = type(error).__module__

@@ -563,6 +563,22 @@ def _on_asyncpg(
         raise
 
 
+def _invalidate_if_lost(connection: Connection, error: Exception) -> bool:
+    """What `Connection.execute` does when its statement finds the connection lost (the server
+    restarted, failed over, or ended the session): the connection is invalidated, and so is
+    every other the pool opened before it (they were very likely lost with it), so that the
+    next transactions open new ones instead of failing on dead ones for ever. Whether it was
+    lost."""
+    if connection.invalidated:
+        return True
+    adapter = connection.connection.dbapi_connection
+    if not connection.dialect.is_disconnect(error, adapter, None):  # type: ignore[arg-type]
+        return False
+    connection.engine.pool._invalidate(connection.connection, error)
+    connection.invalidate(error)
+    return True
+
+
 def _adapter_cursor(connection: Connection) -> Any:
     cursor: Any = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     cursor._invalidate_schema_cache_asof = getattr(
@@ -774,16 +790,19 @@ def _run_on_sqlite(connection: Connection, plan: _Plan, params: Params | Sequenc
 
 def _wrapped(connection: Connection, sql: str, error: Exception) -> BaseException | None:
     """The asyncpg adapter's error as `Connection.execute` raises it: SQLAlchemy's exception of
-    the same kind (`IntegrityError`, `OperationalError`, ...), its parameters hidden. None for
-    any other error (``sqlite3``'s errors stay as they are)."""
+    the same kind (`IntegrityError`, `OperationalError`, ...), its parameters hidden, and
+    with ``connection_invalidated`` when the connection was lost (`_invalidate_if_lost`).
+    None for any other error (``sqlite3``'s errors stay as they are)."""
     dbapi = connection.dialect.loaded_dbapi
     if connection.dialect.driver == "pysqlite" or not isinstance(error, dbapi.Error):
         return None
+    lost = _invalidate_if_lost(connection, error)
     return DBAPIError.instance(
         sql,
         None,
         error,
         dbapi.Error,
         hide_parameters=True,
+        connection_invalidated=lost,
         dialect=connection.dialect,
     )

@@ -1,0 +1,113 @@
+"""PostgreSQL restarts (or fails over, or ends the server's sessions) under a running server:
+a request that meets a lost connection gets 503 ``Database unavailable`` with
+``Retry-After``; the next ones work on new connections, and an ask that was pending is still
+there and takes its answer."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from server_helpers import (
+    TOKENS,
+    command,
+    config_for,
+    sqlite_url,
+    start_api,
+    start_uvicorn,
+    stop_uvicorn,
+)
+from sqlalchemy.exc import DBAPIError
+
+from _pg import PostgresCluster, end_other_sessions
+from examples import PLAN
+from handrail.runtime.models.scripted import ScriptedModel
+from handrail.runtime.runtime import Runtime
+from handrail.server import create_app
+from handrail.store import Database, Store, connection_lost
+
+
+def assert_database_unavailable(response: httpx.Response) -> None:
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "1"
+    body = response.json()
+    assert body["title"] == "Database unavailable"
+    assert body["code"] == "database-unavailable"
+    assert "again" in body["detail"]
+    assert "Traceback" not in response.text
+
+
+async def test_a_lost_database_connection_is_503_then_the_server_goes_on(
+    postgres_cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    url = postgres_cluster.new_database_url()
+    store = await Store.open(url, blob_dir=tmp_path / "blobs")
+    config = config_for(url, tmp_path)
+    runtime = Runtime(store=store, agents=config.resolved_agents(), model=ScriptedModel())
+    running = await start_uvicorn(create_app(config, runtime=runtime, store=store))
+    headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    try:
+        async with httpx.AsyncClient(base_url=running.base, headers=headers, timeout=30) as c:
+            history_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
+            prompt = {"prompt": command("ask_choice", PLAN)}
+            paused = (await c.post(f"/api/histories/{history_id}/turn", json=prompt)).json()
+            call_id = paused["data"]["pendingAsk"]["toolCallId"]
+
+            async with Database(url) as other:
+                await other.write(end_other_sessions)
+
+            # Requests at once: those that meet a dead connection get a 503 naming the way
+            # forward (which of them do depends on when the loop saw each connection close).
+            read = f"/api/histories/{history_id}"
+            first = await asyncio.gather(*(c.get(read) for _ in range(6)))
+            assert {r.status_code for r in first} <= {200, 503}, [r.text for r in first]
+            for lost in (r for r in first if r.status_code == 503):
+                assert_database_unavailable(lost)
+            for _ in range(3):
+                again = await asyncio.gather(*(c.get(read) for _ in range(6)))
+                assert [r.status_code for r in again] == [200] * 6
+            ask = again[0].json()["data"]["pendingAsk"]
+            assert ask["toolCallId"] == call_id
+            answer = {
+                "askResponse": {
+                    "toolCallId": call_id,
+                    "action": "accept",
+                    "content": {"selected": ["team"]},
+                }
+            }
+            replied = await c.post(f"/api/histories/{history_id}/turn", json=answer)
+            assert replied.status_code == 200, replied.text
+            assert "ask_choice returned" in replied.json()["data"]["text"]
+    finally:
+        await stop_uvicorn(running)
+        await runtime.aclose()
+        await store.close()
+
+
+async def test_a_store_error_of_a_lost_connection_is_a_503(
+    postgres_cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    """The error the store raised when its connection was lost, through the app's edge."""
+    url = postgres_cluster.new_database_url()
+    store = await Store.open(url, blob_dir=tmp_path / "blobs")
+    try:
+        history = await store.histories.create("alice", agent="helper")
+        async with Database(url) as other:
+            await other.write(end_other_sessions)
+        with pytest.raises(DBAPIError) as caught:
+            await store.histories.get(history.id)
+        assert connection_lost(caught.value)
+        assert not connection_lost(RuntimeError("something else"))
+    finally:
+        await store.close()
+
+    async with start_api(sqlite_url(tmp_path), tmp_path, raise_app_exceptions=False) as api:
+
+        async def lost(*args: Any, **kwargs: Any) -> Any:
+            raise caught.value
+
+        api.app.state.store.histories.create = lost
+        assert_database_unavailable(await api.post("/histories", {}))
