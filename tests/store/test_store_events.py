@@ -45,6 +45,15 @@ async def two_stores(url: str, tmp_path: Path) -> AsyncIterator[tuple[Store, Sto
         await two.close()
 
 
+@contextlib.asynccontextmanager
+async def listening_stores(cluster: object, tmp_path: Path) -> AsyncIterator[tuple[Store, Store]]:
+    """`two_stores` on a new database of `cluster`, both listening."""
+    async with two_stores(pg_url(cluster), tmp_path) as (one, two):
+        await one.events.start()
+        await two.events.start()
+        yield one, two
+
+
 async def test_a_subscriber_hears_only_its_users_events(store: Store) -> None:
     async with (
         store.events.subscribe("alice") as alice,

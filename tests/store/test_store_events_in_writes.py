@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from test_store_events import pg_url, two_stores
+from test_store_events import listening_stores, pg_url, two_stores
 
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
 from handrail.store.events import _SEND_MAX, Subscription
@@ -54,9 +54,7 @@ async def _next(subscription: Subscription, count: int) -> list[UserEvent | None
 async def test_a_writes_events_reach_another_process_with_its_commit(
     postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
-        await one.events.start()
-        await two.events.start()
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
         statements = _notifying(monkeypatch)
         own = one.events.open("alice")
         async with two.events.subscribe("alice") as heard:

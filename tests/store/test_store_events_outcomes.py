@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
-from test_store_events import pg_url, two_stores
+from test_store_events import listening_stores, pg_url, two_stores
 
-from handrail.store import HistoryChange, Store, UserEvent
+from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
 from handrail.store.db import may_have_committed
 from handrail.store.events import Subscription
 
@@ -70,9 +70,7 @@ async def test_a_write_that_committed_then_raised_delivers_its_events_here(
 async def test_a_write_that_committed_then_raised_sends_no_event_twice(
     postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
 ) -> None:
-    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
-        await one.events.start()
-        await two.events.start()
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
         history = await one.histories.create("alice", agent="demo")
         other = await one.histories.create("alice", agent="demo")
         own = one.events.open("alice")
@@ -108,9 +106,7 @@ async def test_events_sent_again_reach_a_process_that_missed_them(
     """A write that raised where its commit may have taken effect, and did not commit: the
     events it took are sent again, and heard (the mark only makes a process that heard them
     already drop them)."""
-    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
-        await one.events.start()
-        await two.events.start()
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
         history = await one.histories.create("alice", agent="demo")
         other = await one.histories.create("alice", agent="demo")
         async with two.events.subscribe("alice") as heard:
@@ -147,3 +143,107 @@ def test_which_errors_leave_the_commit_unknown() -> None:
     assert not may_have_committed(IntegrityError("INSERT", None, Refused()))
     assert may_have_committed(OperationalError("COMMIT", None, Shutdown()))
     assert not may_have_committed(ValueError("call_x"))
+
+
+def _held(db: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """`db`'s writes wait for the first event (set by the test) once the second (set here)
+    says that one is under way, then run."""
+    go, waiting = asyncio.Event(), asyncio.Event()
+    write = db.write
+
+    async def held_write(*args: Any, **kwargs: Any) -> Any:
+        waiting.set()
+        await go.wait()
+        return await write(*args, **kwargs)
+
+    monkeypatch.setattr(db, "write", held_write)
+    return go, waiting
+
+
+def _idle(bus: Any) -> bool:
+    return bus._sender is None or bus._sender.done()
+
+
+async def test_close_waits_for_a_write_carrying_events_and_sends_what_it_gives_back(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
+        history = await one.histories.create("alice", agent="demo")
+        go, waiting = _held(one.histories._db, monkeypatch)
+        async with two.events.subscribe("alice") as heard:
+            renamed = _event(history.id, title="Trip")
+            write = asyncio.create_task(
+                one.histories.apply(
+                    history.id, HistoryChange(title="Trip", events=[renamed]), expected_version=1
+                )
+            )
+            await waiting.wait()
+            # Published while the write carries its history's events: it waits for it.
+            behind = _event(history.id, "turn.finished", turnId="t1")
+            await one.events.publish(behind)
+            closing = asyncio.create_task(one.events.close())
+            await asyncio.sleep(0.05)
+            assert not closing.done()
+            go.set()
+            await write
+            await closing
+            assert _idle(one.events)
+            assert await _next(heard, 2) == [renamed, behind]
+
+
+async def test_a_write_that_settles_after_close_starts_no_task(
+    postgres_cluster: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr("handrail.store.events._CLOSE_WAIT_S", 0.05)
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
+        history = await one.histories.create("alice", agent="demo")
+        other = await one.histories.create("alice", agent="demo")
+        go, waiting = _held(one.histories._db, monkeypatch)
+        own = one.events.open("alice")
+        async with two.events.subscribe("alice") as heard:
+            earlier = _event(other.id, "turn.started", turnId="t1")
+            await one.events.publish(earlier)  # taken by the write, given back when it fails
+            lost = _event(history.id, title="lost")
+            write = asyncio.create_task(
+                one.histories.apply(
+                    history.id, HistoryChange(title="lost", events=[lost]), expected_version=7
+                )
+            )
+            await waiting.wait()
+            await one.events.close()  # does not wait for the write past its time
+            caplog.set_level("DEBUG", logger="handrail.events")
+            go.set()
+            with pytest.raises(HistoryConflict):
+                await write
+            assert _idle(one.events)
+            assert "not sent to other processes" in caplog.text
+            late = _event(history.id, title="late")
+            await one.events.publish(late)  # here only
+            assert _idle(one.events)
+            assert await _next(own, 2) == [earlier, late]
+            assert await heard.get(timeout=0.2) is None
+        one.events.discard(own)
+
+
+async def test_close_cancels_a_sender_that_does_not_get_through(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("handrail.store.events._CLOSE_WAIT_S", 0.05)
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, _two):
+        stuck = asyncio.Event()
+
+        async def never(*args: Any, **kwargs: Any) -> Any:
+            stuck.set()
+            await asyncio.Event().wait()
+
+        monkeypatch.setattr(one.events._db, "autocommit", never)
+        await one.events.publish(_event("h" * 24))
+        await stuck.wait()
+        sender = one.events._sender
+        assert sender is not None
+        await asyncio.wait_for(one.events.close(), 5)
+        assert sender.cancelled()
+        assert _idle(one.events)

@@ -20,7 +20,7 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   order published, without the publisher waiting: the events published while the last ones
   were on their way go together in one statement (one round trip, no transaction around it),
   on the listening connection (through the pool while not listening);
-  `EventBus.close` sends what is left. On SQLite, events stay in the one process.
+  `EventBus.close` sends what is left (see there). On SQLite, events stay in the one process.
 - The events a history's write makes (`HistoryChange.events`, ``history.created``) are sent
   by the write itself on PostgreSQL (`EventBus.carry`, then `EventBus.settle`): its one
   statement, or its transaction, runs the ``pg_notify`` too, so the other processes hear
@@ -47,7 +47,9 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   long-lived listener that must be in place at once uses ``bus.open(user_id)`` and
   ``bus.discard(sub)``.
 - `EventBus.start` begins listening on PostgreSQL (the server's start-up calls it; a first
-  subscription starts it too) and `EventBus.close` stops it (``Store.close`` calls it). A
+  subscription starts it too) and `EventBus.close` stops it for good (``Store.close`` calls
+  it): it waits a few seconds at most for the sender and for the writes carrying events, and
+  then an event is delivered in this process only; it starts no task. A
   dropped listening connection is reconnected, and every subscriber gets ``reload``.
 - ``publish`` is safe from any task; the constructors `ask_created_event` and
   `ask_resolved_event` build the ask events from a `PendingAsk`.
@@ -113,6 +115,8 @@ _PARTS_KEPT: Final = 64
 #: How many writes of a process carry their events at once (see `EventBus.carry`).
 _WRITES_CARRYING: Final = 1
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
+#: Seconds `EventBus.close` waits for the sender and for the writes that carry events.
+_CLOSE_WAIT_S: Final = 5.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -246,6 +250,10 @@ class EventBus:
         self._listening = asyncio.Event() if self._remote else None
         self._parts: collections.OrderedDict[str, list[str | None]] = collections.OrderedDict()
         self._closed = False
+        # Set once `close` stopped sending: nothing is sent, no task started, from then on.
+        self._final = False
+        # What `close` waits on while writes carry events (done when the last settled).
+        self._settled: asyncio.Future[None] | None = None
         self._outgoing: list[tuple[UserEvent, list[str]]] = []
         self._sender: asyncio.Task[None] | None = None
         # The events the sender has on their way (done once `_sent` is), and the histories
@@ -296,6 +304,9 @@ class EventBus:
         return _payloads(new_id() if again else event.id, message)
 
     def _start_sender(self) -> None:
+        if self._final:
+            self._drop_outgoing()
+            return
         if self._outgoing and (self._sender is None or self._sender.done()):
             self._sender = asyncio.create_task(self._send_queued(), name="handrail-events-send")
 
@@ -428,6 +439,9 @@ class EventBus:
             self._outgoing[0:0] = [(e, self._payloads_of(e, again=True)) for e, _ in carried.taken]
         elif not committed:
             self._outgoing[0:0] = carried.taken
+        settled = self._settled
+        if settled is not None and not self._writing and not settled.done():
+            settled.set_result(None)  # `close` waits for it
         self._start_sender()
 
     async def _notify_on_listener(self, payloads: list[str]) -> bool:
@@ -585,17 +599,43 @@ class EventBus:
             waiting.cancel()
 
     async def close(self) -> None:
-        """Stop listening; open subscriptions hear nothing more."""
+        """Stop, for good: from now on events are delivered here only (`publish`), and a
+        write carries none (`carry`). Before it stops listening, it waits (`_CLOSE_WAIT_S` at
+        most) for the sender to send what was published and for the writes that carry events
+        to settle (what they give the sender goes out too); then it cancels a sender still on
+        its way. Events left to send after that, or given by a write that settles later, are
+        dropped (logged at debug): their changes are in the database. Starts no task."""
         self._closed = True
-        sender = self._sender
-        if sender is not None:  # what was published goes out first
-            with contextlib.suppress(Exception):
-                await sender
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _CLOSE_WAIT_S
+        while (left := deadline - loop.time()) > 0:
+            sender = self._sender
+            if sender is not None and not sender.done():
+                await asyncio.wait({sender}, timeout=left)
+            elif self._writing:
+                settled = self._settled = loop.create_future()
+                await asyncio.wait({settled}, timeout=left)
+            else:
+                break
+        self._final = True
+        sender, self._sender = self._sender, None
+        if sender is not None and not sender.done():
+            sender.cancel()
+            await asyncio.wait({sender})
+        self._drop_outgoing()
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
+
+    def _drop_outgoing(self) -> None:
+        if self._outgoing:
+            log.debug(
+                "the event bus is closed: %d events not sent to other processes",
+                len(self._outgoing),
+            )
+            self._outgoing.clear()
 
     async def _listen(self) -> None:
         attempt = 0
