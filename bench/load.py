@@ -25,7 +25,9 @@ The setups, each a server process (or two) this script starts and stops:
   cluster (``tests/_pg.py``, durable: ``fsync`` and ``synchronous_commit`` on, unix socket);
   with 2 processes, client i talks to process i mod 2.
 
-How it measures, so that a busy machine moves every setup alike: at each client count, the
+How it measures, so that a busy machine moves every setup alike: at each client count, each
+setup first runs that many clients for ``--level-warm-up`` seconds, not counted (a PostgreSQL
+process's pool grows to the level's concurrent transactions, its new backends plan), then the
 setups run interleaved in ``--rounds`` slices (the order rotating and reversing), each slice
 ``--seconds / --rounds`` long. A slice counts the cycles finished before its end, the latency of
 each (the three requests together; p50, p95, p99), the failed ones (any unexpected status or
@@ -871,10 +873,15 @@ def start_setups(
     return setups
 
 
-async def warm_up(setups: Sequence[Setup]) -> None:
-    """A few cycles on each, so that the first slice does not pay for first-time work."""
+async def warm_up(setups: Sequence[Setup], clients: int = 0, seconds: float = 0.5) -> None:
+    """Cycles on each setup that nothing counts: `clients` clients (at least 2 a process) for
+    `seconds`, so that the slices after it do not pay for first-time work. Before each client
+    level (`--level-warm-up`), that level's clients: a PostgreSQL process's pool opens a
+    connection for each transaction that runs beside the others (about 35 at 32 clients), and
+    each new backend plans each statement 5 times before it keeps a generic plan; a process
+    under a steady load has done that long before."""
     for setup in setups:
-        await run_clients(setup.ports, 2 * len(setup.ports), 0.5, Slice())
+        await run_clients(setup.ports, max(clients, 2 * len(setup.ports)), seconds, Slice())
 
 
 def before_after(
@@ -1083,6 +1090,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "checkout: its root or its src/), interleaved in the same run, and print after/before "
         "ratios",
     )
+    parser.add_argument(
+        "--level-warm-up",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="before each client level, S seconds of that level's clients on each setup, not "
+        "counted (1; 0: none, only the 2 clients' warm-up at the start)",
+    )
     parser.add_argument("--serve", choices=("handrail", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -1099,8 +1114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Each slice adds its ramp and, on PostgreSQL, two statistics waits of 1.1 s: bounded too.
     if args.seconds <= 0 or args.seconds > 600 or not 1 <= args.rounds <= 100:
         parser.error("--seconds must be in (0, 600] and --rounds between 1 and 100")
+    if not 0 <= args.level_warm_up <= 60:
+        parser.error("--level-warm-up must be in [0, 60]")
     slice_s = args.seconds / args.rounds
-    budget = len(levels) * len(keys) * (args.seconds + 3 * args.rounds) + 300
+    per_level = args.seconds + 3 * args.rounds + 2 * args.level_warm_up
+    budget = len(levels) * len(keys) * per_level + 300
     versions = ", ".join(
         f"{name} {package_version(name)}"
         for name in (
@@ -1121,7 +1139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(machine_line(f"SQLite {sqlite3.sqlite_version} | {versions}"))
     print(
         f"clients {levels}, {args.seconds:g} s per setup and level in {args.rounds} interleaved "
-        f"slices of {slice_s:g} s; a cycle = create + prompt turn + answer turn (3 requests)"
+        f"slices of {slice_s:g} s after {args.level_warm_up:g} s of warm-up at the level; a "
+        "cycle = create + prompt turn + answer turn (3 requests)"
     )
     uvloop_ok = package_version("uvloop") != "?"
     with (
@@ -1146,6 +1165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         await trace_cycle(setup)
                 return
             for level in levels:
+                if args.level_warm_up > 0:
+                    await warm_up(setups, level, args.level_warm_up)
                 slices: dict[str, list[Slice]] = {s.key: [] for s in setups}
                 for r in range(args.rounds):
                     order = setups[r % len(setups) :] + setups[: r % len(setups)]
