@@ -365,6 +365,27 @@ async def test_a_dropped_listening_connection_reconnects_with_reload(
             assert got.data == {"title": "back"}
 
 
+async def test_a_replay_from_before_a_lost_listening_connection_is_a_reload(
+    postgres_cluster: object, tmp_path: Path
+) -> None:
+    """What came while the link was down is missing from the kept events: a client that
+    reconnects with an id from before the gap reads the state again."""
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
+        async with two.events.subscribe("alice") as heard:
+            before = _event("alice", title="before")
+            await one.events.publish(before)
+            assert await heard.get(timeout=5) == before
+            await one.db.write(_terminate_listeners)
+            reload = await heard.get(timeout=10)
+            assert reload is not None
+            assert reload.kind == "reload"
+        async with two.events.subscribe("alice", last_event_id=before.id) as replay:
+            missed = await replay.get(timeout=1)
+            assert missed is not None
+            assert missed.kind == "reload"
+            assert missed.data == {"reason": "missed"}
+
+
 def _terminate_listeners(connection: object) -> None:
     from sqlalchemy import text
 

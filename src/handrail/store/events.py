@@ -50,7 +50,8 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   subscription starts it too) and `EventBus.close` stops it for good (``Store.close`` calls
   it): it waits a few seconds at most for the sender and for the writes carrying events, and
   then an event is delivered in this process only; it starts no task. A
-  dropped listening connection is reconnected, and every subscriber gets ``reload``.
+  dropped listening connection is reconnected, and every subscriber gets ``reload``, as does
+  a later replay from an id kept before (the events kept are forgotten: they end at the gap).
 - ``publish`` is safe from any task; the constructors `ask_created_event` and
   `ask_resolved_event` build the ask events from a `PendingAsk`.
 """
@@ -671,7 +672,11 @@ class EventBus:
             self._driver = driver
             assert self._listening is not None
             self._listening.set()
-            if not first:  # events may have come while the link was down
+            if not first:
+                # Events may have come while the link was down: the kept ones end before that
+                # gap, so a replay from one of them would skip it without a word; a
+                # `Last-Event-ID` from before it gets ``reload`` now (`since`).
+                self._recent.clear()
                 for subscription in list(self._subscribers):
                     subscription.put(subscription.reload("reconnected"))
             while not lost.is_set():
