@@ -247,3 +247,45 @@ async def test_close_cancels_a_sender_that_does_not_get_through(
         await asyncio.wait_for(one.events.close(), 5)
         assert sender.cancelled()
         assert _idle(one.events)
+
+
+async def test_a_send_that_fails_goes_once_more_and_is_heard_once(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sender's statement fails (its connection lost on the way, whether or not it went
+    through): it is sent once more, and heard once."""
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await two.events.start()  # `one` does not listen: it sends through the pool
+        db = one.events._db
+        assert db is not None
+        autocommit = db.autocommit
+        calls: list[bool] = []
+
+        async def lost_once(*args: Any, **kwargs: Any) -> Any:
+            calls.append(True)
+            result = await autocommit(*args, **kwargs)
+            if len(calls) == 1:
+                raise ConnectionResetError("lost after it went through")
+            return result
+
+        async with two.events.subscribe("alice") as heard:
+            first = _event("h" * 24, title="first")
+            await one.events.publish(first)
+            assert await heard.get(timeout=5) == first
+            monkeypatch.setattr(db, "autocommit", lost_once)
+            # Lost on its way: once through, once not.
+            through, failed = _event("h" * 24, title="through"), _event("h" * 24, title="failed")
+            await one.events.publish(through)
+            assert await _next(heard, 1) == [through]
+            assert await heard.get(timeout=0.3) is None  # not twice
+
+            async def refused_once(*args: Any, **kwargs: Any) -> Any:
+                calls.append(False)
+                if calls.count(False) == 1:
+                    raise ConnectionResetError("lost before it went")
+                return await autocommit(*args, **kwargs)
+
+            monkeypatch.setattr(db, "autocommit", refused_once)
+            await one.events.publish(failed)
+            assert await _next(heard, 1) == [failed]
+            assert calls == [True, True, False, False]

@@ -19,7 +19,8 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   statement, which PostgreSQL delivers together and in order). One task sends them, in the
   order published, without the publisher waiting: the events published while the last ones
   were on their way go together in one statement (one round trip, no transaction around it),
-  on the listening connection (through the pool while not listening);
+  on the listening connection (through the pool while not listening), once more when that
+  fails (marked as sent again, as `EventBus.settle` does);
   `EventBus.close` sends what is left (see there). On SQLite, events stay in the one process.
 - The events a history's write makes (`HistoryChange.events`, ``history.created``) are sent
   by the write itself on PostgreSQL (`EventBus.carry`, then `EventBus.settle`): its one
@@ -116,6 +117,8 @@ _PARTS_KEPT: Final = 64
 #: How many writes of a process carry their events at once (see `EventBus.carry`).
 _WRITES_CARRYING: Final = 1
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
+#: Seconds before the sender tries a statement that failed once more.
+_RESEND_S: Final = 0.1
 #: Seconds `EventBus.close` waits for the sender and for the writes that carry events.
 _CLOSE_WAIT_S: Final = 5.0
 
@@ -323,8 +326,16 @@ class EventBus:
             self._sending = batch
             sent = self._sent = asyncio.get_running_loop().create_future()
             try:
-                if not await self._notify_on_listener(payloads):
-                    await self._db.autocommit(_notify, payloads)
+                try:
+                    await self._send(payloads)
+                except Exception as exc:
+                    # Once more (a lost connection is replaced meanwhile): marked as sent
+                    # again, for the statement may have gone through before its link failed.
+                    log.warning("could not send events (%s); once more", type(exc).__name__)
+                    await asyncio.sleep(_RESEND_S)
+                    await self._send(
+                        [p for e, _ in batch for p in self._payloads_of(e, again=True)]
+                    )
             except Exception:
                 for event, _ in batch:
                     log.exception(
@@ -333,6 +344,11 @@ class EventBus:
             finally:
                 self._sending = []
                 sent.set_result(None)
+
+    async def _send(self, payloads: list[str]) -> None:
+        assert self._db is not None
+        if not await self._notify_on_listener(payloads):
+            await self._db.autocommit(_notify, payloads)
 
     def _next_batch(self) -> list[tuple[UserEvent, list[str]]]:
         """The next events to send, in order, at most `_SEND_MAX`: those of a history whose
