@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from server_helpers import config_for
+from sqlalchemy import text
 
 from handrail.cli import main
 from handrail.errors import ConfigError
 from handrail.runtime.agent import Agent
+from handrail.server import create_app
 from handrail.server.config import ServerConfig, UserConfig, default_config, load_config
 
 GOOD = """
@@ -79,6 +82,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.upload_cap == 10 * 1024 * 1024
     assert config.agents[0].asks is not None
     assert config.asks_enabled
+    assert config.sqlite_synchronous == "FULL"
 
 
 @pytest.mark.parametrize(("value", "expected"), [("''", ""), ("/", ""), ("/v1/", "/v1")])
@@ -107,9 +111,11 @@ def test_environment_overrides(tmp_path: Path) -> None:
         "HANDRAIL_API_PREFIX": "/v2",
         "HANDRAIL_HOST": "::1",
         "HANDRAIL_PORT": "8123",
+        "HANDRAIL_SQLITE_SYNCHRONOUS": "normal",
         "BOB_TOKEN": "bob-secret",
     }
     config = load_config(write(tmp_path, GOOD), env=env)
+    assert config.sqlite_synchronous == "NORMAL"
     assert config.database_url == "postgresql://app@db/handrail"
     assert config.model == "openai:gpt-4.1-mini"
     assert config.blob_dir == Path("/srv/files")
@@ -202,6 +208,16 @@ def test_environment_overrides(tmp_path: Path) -> None:
             "max_upload_bytes: must be a positive whole number",
         ),
         ("- just\n- a list\n", {}, "must be a mapping"),
+        (
+            "users: [{id: a, token: t}]\nagents: [{name: x}]\nsqlite_synchronous: SOMETIMES\n",
+            {},
+            "sqlite_synchronous must be one of FULL, NORMAL, EXTRA, not 'SOMETIMES'",
+        ),
+        (
+            "users: [{id: a, token: t}]\nagents: [{name: x}]\n",
+            {"HANDRAIL_SQLITE_SYNCHRONOUS": "off"},
+            "sqlite_synchronous must be one of FULL, NORMAL, EXTRA, not 'off'",
+        ),
         ("users: [{id: a, token: t}\n", {}, "not valid YAML at line"),
         (
             "users: [{id: a, token: t}]\nagents: [{import: 'no_such_module_x:agent'}]\n",
@@ -317,3 +333,17 @@ class TestServeCommand:
     def test_help_lists_serve(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["--help"]) == 0
         assert "serve" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("setting", "expected"), [(None, 2), ("NORMAL", 1)])
+async def test_the_server_s_sqlite_commits_are_as_durable_as_configured(
+    tmp_path: Path, setting: str | None, expected: int
+) -> None:
+    """`handrail serve`'s store reads back the level: FULL (2) unless the config says NORMAL."""
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    extra = {} if setting is None else {"sqlite_synchronous": setting}
+    app = create_app(config_for(url, tmp_path, **extra))
+    async with app.router.lifespan_context(app):
+        store = app.state.store
+        level = await store.db.write(lambda c: c.execute(text("PRAGMA synchronous")).scalar())
+    assert level == expected

@@ -74,7 +74,11 @@ def create_app(
         opened: Store | None = None
         the_store = store if store is not None else (runtime.store if runtime else None)
         if the_store is None:
-            opened = await Store.open(config.database_url, blob_dir=config.blob_dir)
+            opened = await Store.open(
+                config.database_url,
+                blob_dir=config.blob_dir,
+                synchronous=config.sqlite_synchronous,
+            )
             the_store = opened
         try:
             the_runtime = runtime

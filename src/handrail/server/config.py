@@ -2,6 +2,7 @@
 
     database_url: sqlite:///handrail.db      # HANDRAIL_DATABASE_URL
     blob_dir: handrail-files                 # HANDRAIL_BLOB_DIR
+    sqlite_synchronous: FULL                 # HANDRAIL_SQLITE_SYNCHRONOUS (FULL, NORMAL, EXTRA)
     api_prefix: /api                         # HANDRAIL_API_PREFIX
     model: openai:gpt-4.1-mini               # HANDRAIL_MODEL
     host: 127.0.0.1                          # HANDRAIL_HOST
@@ -87,6 +88,7 @@ __all__ = [
     "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_MAX_JSON_BYTES",
     "DEFAULT_PORT",
+    "DEFAULT_SQLITE_SYNCHRONOUS",
     "DEFAULT_TOOL_TIMEOUT",
     "ENV_VARS",
     "JwtConfig",
@@ -97,6 +99,10 @@ __all__ = [
 ]
 
 DEFAULT_DATABASE_URL: Final = "sqlite:///handrail.db"
+#: SQLite's durability: a commit is on the disk before the server says it happened.
+DEFAULT_SQLITE_SYNCHRONOUS: Final = "FULL"
+#: The levels `sqlite_synchronous` takes (``OFF`` is not one: a crash could corrupt the file).
+SQLITE_SYNCHRONOUS_LEVELS: Final = ("FULL", "NORMAL", "EXTRA")
 DEFAULT_API_PREFIX: Final = "/api"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
@@ -117,6 +123,7 @@ DEFAULT_TOOL_TIMEOUT: Final = 60.0
 ENV_VARS: Final[Mapping[str, str]] = {
     "database_url": "HANDRAIL_DATABASE_URL",
     "blob_dir": "HANDRAIL_BLOB_DIR",
+    "sqlite_synchronous": "HANDRAIL_SQLITE_SYNCHRONOUS",
     "api_prefix": "HANDRAIL_API_PREFIX",
     "model": "HANDRAIL_MODEL",
     "host": "HANDRAIL_HOST",
@@ -148,6 +155,7 @@ _SECONDS_SETTINGS: Final = (
 _TOP_KEYS: Final = (
     "database_url",
     "blob_dir",
+    "sqlite_synchronous",
     "api_prefix",
     "model",
     "host",
@@ -227,6 +235,10 @@ class ServerConfig:
     agents: Sequence[Agent]
     database_url: str = DEFAULT_DATABASE_URL
     blob_dir: Path | None = None
+    #: SQLite's ``PRAGMA synchronous``: ``FULL`` (every commit reaches the disk before it is
+    #: acknowledged), ``NORMAL`` (faster; a power loss or an OS crash may undo the last
+    #: commits, a crash of the server alone never does) or ``EXTRA``.
+    sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
     api_prefix: str = DEFAULT_API_PREFIX
     model: str = DEFAULT_MODEL
     host: str = DEFAULT_HOST
@@ -270,6 +282,14 @@ class ServerConfig:
             driver_url(self.database_url)
         except ConfigError as exc:
             raise ConfigError(f"database_url: {exc}") from None
+        level = str(self.sqlite_synchronous).strip().upper()
+        if level not in SQLITE_SYNCHRONOUS_LEVELS:
+            raise ConfigError(
+                f"sqlite_synchronous must be one of {', '.join(SQLITE_SYNCHRONOUS_LEVELS)}, "
+                f"not {self.sqlite_synchronous!r}: FULL (the default) keeps every answered "
+                "commit through a power loss, NORMAL is faster and may lose the last ones"
+            )
+        self.sqlite_synchronous = level
         if not self.users:
             raise ConfigError(
                 "users: at least one user is required, such as "
@@ -405,7 +425,7 @@ class ServerConfig:
             )
         no_unknown_keys(data, _TOP_KEYS, "")
         values: dict[str, Any] = {}
-        for key in ("database_url", "model", "host"):
+        for key in ("database_url", "sqlite_synchronous", "model", "host"):
             if key in data:
                 values[key] = string(data[key], key)
         if "api_prefix" in data:

@@ -222,15 +222,16 @@ class Store:
         *,
         blob_dir: Path | None = None,
         blobs: BlobStore | None = None,
-        synchronous: str = "NORMAL",
+        synchronous: str = "FULL",
         migrate: bool = True,
     ) -> Store:
         """Connect to `url` (default: `DEFAULT_URL`) and bring its schema up to date.
 
         Uploads go to `blobs` when given, else to a `LocalBlobStore` in `blob_dir` (default:
         `default_blob_dir`). Several processes sharing a PostgreSQL database need a blob store
-        they all reach. `synchronous` is SQLite's ``PRAGMA synchronous`` (``NORMAL`` or
-        ``FULL``).
+        they all reach. `synchronous` is SQLite's ``PRAGMA synchronous``: ``FULL`` (the default:
+        a commit is on the disk when it returns) or ``NORMAL`` (faster; in WAL mode a power
+        loss or an OS crash may undo the last commits, a crash of the process never does).
         """
         if blobs is None:
             blobs = LocalBlobStore(blob_dir if blob_dir is not None else default_blob_dir(url))

@@ -379,7 +379,7 @@ class Database:
         self,
         url: str | URL | None = None,
         *,
-        synchronous: str = "NORMAL",
+        synchronous: str = "FULL",
         echo: bool = False,
     ) -> None:
         self.url = driver_url(url)
