@@ -14,7 +14,7 @@ import asyncio
 from sqlalchemy.exc import DBAPIError
 
 from _pg import PostgresCluster, end_other_sessions
-from handrail.store import Database, Store
+from handrail.store import Database, Store, connection_lost
 
 
 async def _round(store: Store, ids: list[str]) -> list[BaseException]:
@@ -39,6 +39,8 @@ async def test_a_store_recovers_after_its_sessions_end(postgres_cluster: Postgre
         # at most one round of them: the first lost connection invalidates the pool's others.
         first = await _round(store, ids)
         assert all(isinstance(error, DBAPIError) for error in first), first
+        # Each says the connection was lost (the server answers 503, "send it again").
+        assert all(connection_lost(error) for error in first), first
         for attempt in range(3):
             assert await _round(store, ids) == [], f"round {attempt + 2} still failed"
         assert await store.histories.get(ids[0]) is not None

@@ -563,6 +563,15 @@ def _on_asyncpg(
         raise
 
 
+#: The SQLSTATEs of PostgreSQL ending the session (its shutdown, a crash's restart, an
+#: operator's ``pg_terminate_backend``), which come before asyncpg sees the socket close: a
+#: connection lost too, whose next statement would fail on its half-done protocol state.
+#: Class 08 (a connection exception) is lost as well, and so is a connection whose asyncpg
+#: protocol is confused (`InternalClientError`: "another operation is in progress"), which is
+#: what a session that ended in the middle of a statement leaves.
+_SESSION_ENDED: Final = frozenset({"57P01", "57P02", "57P03"})
+
+
 def _invalidate_if_lost(connection: Connection, error: Exception) -> bool:
     """What `Connection.execute` does when its statement finds the connection lost (the server
     restarted, failed over, or ended the session): the connection is invalidated, and so is
@@ -572,7 +581,11 @@ def _invalidate_if_lost(connection: Connection, error: Exception) -> bool:
     if connection.invalidated:
         return True
     adapter = connection.connection.dbapi_connection
-    if not connection.dialect.is_disconnect(error, adapter, None):  # type: ignore[arg-type]
+    state = getattr(error, "sqlstate", None)
+    ended = isinstance(state, str) and (state[:2] == "08" or state in _SESSION_ENDED)
+    # asyncpg's protocol state left half-done by a session that ended under it.
+    ended = ended or type(error).__name__ == "InternalClientError"
+    if not ended and not connection.dialect.is_disconnect(error, adapter, None):  # type: ignore[arg-type]
         return False
     connection.engine.pool._invalidate(connection.connection, error)
     connection.invalidate(error)
