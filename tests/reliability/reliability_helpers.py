@@ -10,6 +10,7 @@ import httpx
 from server_helpers import Api
 from sqlalchemy import Connection, select
 
+from handrail.store.blobs import REGISTERED_PREFIX
 from handrail.store.tables import metadata
 
 JSON = {"content-type": "application/json"}
@@ -37,9 +38,14 @@ async def db_state(api: Api) -> dict[str, list[str]]:
 
 
 def blobs(tmp_path: Path) -> list[Path]:
-    """The files in the blob folder of `start_api` (``tmp_path / "blobs"``)."""
+    """The files in the blob folder of `start_api` (``tmp_path / "blobs"``), but the
+    databases' registrations in it (which the recovery sweeper writes, at its own time)."""
     folder = tmp_path / "blobs"
-    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+    if not folder.exists():
+        return []
+    return sorted(
+        p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(REGISTERED_PREFIX)
+    )
 
 
 async def send_raw(

@@ -23,6 +23,7 @@ from handrail.runtime.messages import FilePart, ToolResultMessage
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal, Turn
 from handrail.store import Store
+from handrail.store.blobs import REGISTERED_PREFIX as REGISTERED
 from handrail.store.db import all_rows
 from handrail.store.tables import files
 
@@ -160,9 +161,11 @@ async def test_a_taken_over_files_answer_whose_upload_is_gone_is_pending_again(
 
 
 async def _left(store: Store, blobs: Path) -> tuple[list[str], list[str]]:
-    """The live uploads (their ids) and the blobs in the blob store (their keys)."""
+    """The live uploads (their ids) and the files in the blob store (their names), but the
+    database's registration in it."""
     rows = await store.db.read(all_rows, select(files.c.id).where(files.c.deleted_at.is_(None)))
-    return sorted(r.id for r in rows), sorted(p.name for p in blobs.iterdir())
+    names = (p.name for p in blobs.iterdir())
+    return sorted(r.id for r in rows), sorted(n for n in names if not n.startswith(REGISTERED))
 
 
 async def test_a_process_that_stops_before_the_answer_commits_leaves_no_copy(

@@ -22,7 +22,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0016"
+HEAD = "0017"
 
 TABLES = {
     "activity",
@@ -42,6 +42,7 @@ TABLES = {
     "permissions",
     "requests",
     "running_turns",
+    "settings",
     "turn_leases",
 }
 

@@ -18,7 +18,9 @@ run twice (unless the tool is read-only or idempotent); a confirmation never con
 once, one consumed is ``uncertain`` at once. When nothing can be done the answer is undone and
 the ask is pending again. Taking over a message runs the model on the stored conversation.
 The sweep also removes the kept copies of a files answer that no lease names any more (their
-process stopped after the turn's last commit, before it removed them).
+process stopped after the turn's last commit, before it removed them), and, at its first round
+and hourly after, what a stopped upload or delete left in the blob folder: bytes no upload
+names, when only this database uses the folder, and temporary files (`FileRepo.sweep_blobs`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ log = logging.getLogger("handrail.runtime")
 #: How long a turn's lease lasts without a heartbeat: short enough that a person does not
 #: notice a takeover, long enough that a busy process renews it in time.
 DEFAULT_LEASE_S: Final = 10.0
+#: Seconds between two sweeps of the blob folder (`FileRepo.sweep_blobs`; the first comes with
+#: the first sweep for lapsed leases).
+BLOB_SWEEP_S: Final = 3600.0
 
 
 class Recovery:
@@ -126,6 +131,8 @@ class Recovery:
             self._sweeper = None
 
     async def _sweep_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        blobs_due = loop.time()  # at the first sweep, then every BLOB_SWEEP_S
         while True:
             await asyncio.sleep(self.runtime.lease_s / 2)
             try:
@@ -136,6 +143,12 @@ class Recovery:
                 await self.runtime.sweep_gates()
             except Exception:
                 log.warning("the sweep for expired and due asks failed", exc_info=True)
+            if loop.time() >= blobs_due:
+                blobs_due = loop.time() + BLOB_SWEEP_S
+                try:
+                    await self.store.files.sweep_blobs()
+                except Exception:
+                    log.warning("the sweep of the blob folder failed", exc_info=True)
 
     async def sweep(self) -> list[Turn]:
         """Take over every lapsed lease this runtime can claim, then remove the kept copies of

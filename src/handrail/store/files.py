@@ -1,4 +1,11 @@
-"""Uploaded files: a row with the name, type and size, and the bytes in a `BlobStore`."""
+"""Uploaded files: a row with the name, type and size, and the bytes in a `BlobStore`.
+
+A file's bytes are put before its row is inserted, and its row is marked deleted before its
+bytes are removed, so a row never names missing bytes. What a process that stops between the
+two leaves goes with the sweep of bytes no upload names (`FileRepo.sweep_blobs`, see
+`handrail.store.blob_sweep`), for which the database registers in the blob folder before its
+first put.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from sqlalchemy import insert, select, update
 
 from handrail._util import new_id, utc_now
 from handrail.errors import FileNotFound
+from handrail.store.blob_sweep import BlobSweep
 from handrail.store.blobs import BlobMissing, BlobStore
 from handrail.store.db import Database, all_rows, first_row, row_count
 from handrail.store.records import FileRecord
@@ -28,6 +36,8 @@ class FileRepo:
     def __init__(self, db: Database, blobs: BlobStore) -> None:
         self._db = db
         self._blobs = blobs
+        #: The database's registration in the blob folder and the folder's sweep.
+        self.blob_sweep = BlobSweep(db, blobs)
 
     async def create(
         self,
@@ -51,6 +61,7 @@ class FileRepo:
             "created": utc_now(),
             "deleted_at": None,
         }
+        await self.blob_sweep.before_put()
         await self._blobs.put(file_id, bytes(data))
         try:
             await self._db.write(row_count, insert(files).values(values))
@@ -96,6 +107,11 @@ class FileRepo:
         if row is None:
             raise FileNotFound(f"No file {file_id}.")
         await self._blobs.delete(row.blob_key)
+
+    async def sweep_blobs(self, now: dt.datetime | None = None) -> list[str]:
+        """Remove the bytes no live file names and the temporary files of puts that a stopped
+        process left in the blob folder, when it is safe (`BlobSweep.sweep`); their names."""
+        return await self.blob_sweep.sweep(now)
 
 
 def _record(row: Mapping[Any, Any]) -> FileRecord:

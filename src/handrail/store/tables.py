@@ -41,6 +41,7 @@ __all__ = [
     "permissions",
     "requests",
     "running_turns",
+    "settings",
 ]
 
 #: Constraint names are fixed, so migrations can name them on every backend.
@@ -139,6 +140,17 @@ files = Table(
     Column("created", UTCDateTime, nullable=False),
     Column("deleted_at", UTCDateTime, nullable=True),
     Index(None, "owner_id"),
+    # The sweep of bytes no upload names looks blobs up by their key.
+    Index(None, "blob_key"),
+)
+
+#: Facts about the database itself, by name: ``database_id``, made once by migration 0017,
+#: names the database in the blob folders it registers with (`handrail.store.blob_sweep`).
+settings = Table(
+    "settings",
+    metadata,
+    Column("name", String(NAME), primary_key=True),
+    Column("value", Text, nullable=False),
 )
 
 #: The request log (the spec's ``AIRequest``).
