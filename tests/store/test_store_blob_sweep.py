@@ -359,3 +359,11 @@ async def test_migration_0017_gives_the_database_an_id_and_goes_back(database_ur
         assert "ix_files_blob_key" not in indexes
         await db.write(_to("head"))
         assert await db.read(_database_id) != first
+
+
+async def test_a_sweep_makes_no_folder(store: Store) -> None:
+    """A server that never stored an upload leaves no blob folder behind."""
+    assert await store.files.sweep_blobs(later()) == []
+    assert not folder(store).exists()
+    await store.files.create("u1", "a.txt", "text/plain", b"a")
+    assert len(registrations(store)) == 1

@@ -68,12 +68,14 @@ class BlobSweep:
         if not self._registered and isinstance(self._blobs, SweptBlobStore):
             await self._register(self._blobs)
 
-    async def _register(self, blobs: SweptBlobStore) -> tuple[str, Registered]:
+    async def _register(
+        self, blobs: SweptBlobStore, *, make: bool = True
+    ) -> tuple[str, Registered]:
         if self._identity is None:
             self._identity = await _identity(self._db)
         name, about = self._identity
-        registered = await blobs.register(name, about)
-        self._registered = True
+        registered = await blobs.register(name, about, make=make)
+        self._registered = self._registered or bool(registered.names)
         return name, registered
 
     async def sweep(self, now: dt.datetime | None = None) -> list[str]:
@@ -86,7 +88,10 @@ class BlobSweep:
         removed = await blobs.drop_temp_files(before, SWEEP_BLOBS)
         for temp in removed:
             log.warning("removed %s from %r: the temporary file of a put that stopped", temp, blobs)
-        name, registered = await self._register(blobs)
+        # Again at every sweep, in case its file was removed; no folder is made for it.
+        name, registered = await self._register(blobs, make=False)
+        if not registered.names:
+            return removed  # no folder: nothing in it
         if registered.names != (name,):
             if self._off != registered.names:
                 self._off = registered.names

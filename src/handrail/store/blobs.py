@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import heapq
 import json
+import math
 import os
 import re
 import stat
@@ -83,8 +84,9 @@ class SweptBlobStore(BlobStore, Protocol):
     """A blob store that knows which databases keep their uploads in it and lists its blobs,
     for the sweep of bytes no upload names."""
 
-    async def register(self, name: str, about: str) -> Registered:
-        """Record (once) that the database `name` (described by `about`) keeps uploads here."""
+    async def register(self, name: str, about: str, *, make: bool = True) -> Registered:
+        """Record (once) that the database `name` (described by `about`) keeps uploads here;
+        not `make`: only in a folder that exists (else no names, and nothing is made)."""
         ...
 
     async def listed(self, after: str, limit: int) -> list[BlobEntry]:
@@ -137,8 +139,8 @@ class LocalBlobStore:
         path = self.path(key)
         await asyncio.to_thread(path.unlink, missing_ok=True)
 
-    async def register(self, name: str, about: str) -> Registered:
-        return await asyncio.to_thread(self._register, name, about)
+    async def register(self, name: str, about: str, *, make: bool = True) -> Registered:
+        return await asyncio.to_thread(self._register, name, about, make)
 
     async def listed(self, after: str, limit: int) -> list[BlobEntry]:
         return await asyncio.to_thread(self._listed, after, limit)
@@ -149,9 +151,11 @@ class LocalBlobStore:
     async def drop_temp_files(self, written_before: float, limit: int) -> list[str]:
         return await asyncio.to_thread(self._drop_temp_files, written_before, limit)
 
-    def _register(self, name: str, about: str) -> Registered:
+    def _register(self, name: str, about: str, make: bool) -> Registered:
         if _KEY.fullmatch(name) is None:
             raise ValueError(f"Invalid database name {name!r} for a blob folder.")
+        if not make and not self.root.is_dir():
+            return Registered(since=math.inf, names=())
         path = self.root / f"{REGISTERED_PREFIX}{name}"
         status = _status(path)
         if status is None:
