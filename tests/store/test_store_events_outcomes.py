@@ -10,13 +10,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 from test_store_events import listening_stores, pg_url, two_stores
 
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
 from handrail.store.db import may_have_committed
-from handrail.store.events import Subscription
+from handrail.store.events import _NOTIFY_SQL, Subscription
 
 
 def _event(history_id: str, kind: str = "history.renamed", **data: object) -> UserEvent:
@@ -289,3 +290,28 @@ async def test_a_send_that_fails_goes_once_more_and_is_heard_once(
             await one.events.publish(failed)
             assert await _next(heard, 1) == [failed]
             assert calls == [True, True, False, False]
+
+
+async def test_a_notify_lost_on_the_listening_connection_is_heard_once(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listening connection fails while it sends (after the statement went through): the
+    pool sends it again, marked so, and it is heard once."""
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
+        execute = asyncpg.Connection.execute
+        failed: list[str] = []
+
+        async def lost_after(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
+            result = await execute(self, query, *args, **kw)
+            if query == _NOTIFY_SQL and not failed:
+                failed.append(query)
+                raise ConnectionResetError("lost after it went through")
+            return result
+
+        monkeypatch.setattr(asyncpg.Connection, "execute", lost_after)
+        async with two.events.subscribe("alice") as heard:
+            sent = _event("h" * 24, title="sent")
+            await one.events.publish(sent)
+            assert await _next(heard, 1) == [sent]
+            assert await heard.get(timeout=0.3) is None
+        assert failed

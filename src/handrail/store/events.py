@@ -327,15 +327,13 @@ class EventBus:
             sent = self._sent = asyncio.get_running_loop().create_future()
             try:
                 try:
-                    await self._send(payloads)
+                    await self._send(batch, payloads)
                 except Exception as exc:
                     # Once more (a lost connection is replaced meanwhile): marked as sent
                     # again, for the statement may have gone through before its link failed.
                     log.warning("could not send events (%s); once more", type(exc).__name__)
                     await asyncio.sleep(_RESEND_S)
-                    await self._send(
-                        [p for e, _ in batch for p in self._payloads_of(e, again=True)]
-                    )
+                    await self._send(batch, self._again(batch))
             except Exception:
                 for event, _ in batch:
                     log.exception(
@@ -345,10 +343,21 @@ class EventBus:
                 self._sending = []
                 sent.set_result(None)
 
-    async def _send(self, payloads: list[str]) -> None:
+    async def _send(self, batch: list[tuple[UserEvent, list[str]]], payloads: list[str]) -> None:
+        """`payloads` (the notifications of `batch`) on the listening connection, else
+        through the pool: there marked as sent again when the listening connection failed on
+        its way (its statement may have gone through)."""
         assert self._db is not None
-        if not await self._notify_on_listener(payloads):
-            await self._db.autocommit(_notify, payloads)
+        try:
+            if await self._notify_on_listener(payloads):
+                return
+        except Exception as exc:
+            log.warning("could not notify on the listening connection (%s)", type(exc).__name__)
+            payloads = self._again(batch)
+        await self._db.autocommit(_notify, payloads)
+
+    def _again(self, batch: list[tuple[UserEvent, list[str]]]) -> list[str]:
+        return [p for event, _ in batch for p in self._payloads_of(event, again=True)]
 
     def _next_batch(self) -> list[tuple[UserEvent, list[str]]]:
         """The next events to send, in order, at most `_SEND_MAX`: those of a history whose
@@ -464,19 +473,15 @@ class EventBus:
     async def _notify_on_listener(self, payloads: list[str]) -> bool:
         """Send `payloads` on the listening connection, which waits for notifications and
         nothing else: a fraction of the CPU of a statement through the pool (no checkout, no
-        greenlet, no SQLAlchemy). False when it cannot (not listening, or the link failed
-        while sending: the pool sends them then)."""
+        greenlet, no SQLAlchemy). False when not listening; raises when the link failed while
+        sending (the statement may have gone through)."""
         driver = self._driver
         if driver is None:
             return False
         async with self._driver_lock:
             if driver is not self._driver:
                 return False
-            try:
-                await driver.execute(_NOTIFY_SQL, CHANNEL, payloads)
-            except Exception as exc:
-                log.warning("could not notify on the listening connection (%s)", type(exc).__name__)
-                return False
+            await driver.execute(_NOTIFY_SQL, CHANNEL, payloads)
         return True
 
     def _deliver(self, event: UserEvent) -> None:
