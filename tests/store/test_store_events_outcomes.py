@@ -17,7 +17,8 @@ from test_store_events import listening_stores, pg_url, two_stores
 
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
 from handrail.store.db import may_have_committed
-from handrail.store.events import _NOTIFY_SQL, Subscription
+from handrail.store.event_wire import NOTIFY_SQL
+from handrail.store.events import Subscription
 
 
 def _event(history_id: str, kind: str = "history.renamed", **data: object) -> UserEvent:
@@ -303,7 +304,7 @@ async def test_a_notify_lost_on_the_listening_connection_is_heard_once(
 
         async def lost_after(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
             result = await execute(self, query, *args, **kw)
-            if query == _NOTIFY_SQL and not failed:
+            if query == NOTIFY_SQL and not failed:
                 failed.append(query)
                 raise ConnectionResetError("lost after it went through")
             return result

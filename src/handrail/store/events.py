@@ -16,7 +16,8 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   database; an event only tells people to look. It delivers to this process's subscribers at
   once and, on PostgreSQL, to every other process through ``NOTIFY`` on the channel
   `CHANNEL` (payloads above PostgreSQL's 8000 byte limit go in several notifications of one
-  statement, which PostgreSQL delivers together and in order). One task sends them, in the
+  statement, which PostgreSQL delivers together and in order; the messages' wire form is
+  `handrail.store.event_wire`). One task sends them, in the
   order published, without the publisher waiting: the events published while the last ones
   were on their way go together in one statement (one round trip, no transaction around it),
   on the listening connection (through the pool while not listening), once more when that
@@ -68,11 +69,21 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from handrail._util import new_id
 from handrail.store.db import Database
+from handrail.store.event_wire import (
+    AGAIN,
+    CHANNEL,
+    HEAD_CHARS,
+    NOTIFY_SQL,
+    event_of,
+    id_of,
+    kind_of,
+    notify,
+    payloads_of,
+)
 from handrail.store.user_events import (
     EVENT_KINDS,
     EventKind,
@@ -98,14 +109,10 @@ __all__ = [
 log = logging.getLogger("handrail.events")
 
 
-#: The PostgreSQL channel every handrail process listens on.
-CHANNEL: Final = "handrail_events"
 #: How many of the latest events a process keeps for ``Last-Event-ID`` replays.
 REPLAY_WINDOW: Final = 1000
 #: How far a subscriber may fall behind before it gets ``reload``.
 QUEUE_SIZE: Final = 500
-#: Characters per notification: at most 4 UTF-8 bytes each, under PostgreSQL's 8000 bytes.
-_CHUNK_CHARS: Final = 1800
 #: Messages in several notifications that may be half received at once.
 #: At most this many events go in one statement.
 _SEND_MAX: Final = 100
@@ -297,15 +304,7 @@ class EventBus:
         self._start_sender()
 
     def _payloads_of(self, event: UserEvent, *, again: bool = False) -> list[str]:
-        # The kind goes right after the origin, so that a process can tell whether it wants
-        # the message before it parses it (`_kind_of`). An event sent `again` (see `settle`)
-        # says so next (`_AGAIN`), and its parts have a key of their own.
-        head: dict[str, Any] = {"o": self.origin, "k": event.kind}
-        if again:
-            head["r"] = 1
-        head["e"] = event.to_json()
-        message = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
-        return _payloads(new_id() if again else event.id, message)
+        return payloads_of(self.origin, event, again=again)
 
     def _start_sender(self) -> None:
         if self._final:
@@ -354,7 +353,7 @@ class EventBus:
         except Exception as exc:
             log.warning("could not notify on the listening connection (%s)", type(exc).__name__)
             payloads = self._again(batch)
-        await self._db.autocommit(_notify, payloads)
+        await self._db.autocommit(notify, payloads)
 
     def _again(self, batch: list[tuple[UserEvent, list[str]]]) -> list[str]:
         return [p for event, _ in batch for p in self._payloads_of(event, again=True)]
@@ -481,7 +480,7 @@ class EventBus:
         async with self._driver_lock:
             if driver is not self._driver:
                 return False
-            await driver.execute(_NOTIFY_SQL, CHANNEL, payloads)
+            await driver.execute(NOTIFY_SQL, CHANNEL, payloads)
         return True
 
     def _deliver(self, event: UserEvent) -> None:
@@ -562,7 +561,7 @@ class EventBus:
             return False
         if not self._kind_counts:
             return True
-        kind = _kind_of(message)
+        kind = kind_of(message)
         return kind is not None and kind not in self._kind_counts
 
     def since(
@@ -590,7 +589,7 @@ class EventBus:
                 parsed.append(item)
                 continue
             try:
-                event = _event_of(item, self.origin)
+                event = event_of(item, self.origin)
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("an event notification could not be read; it is dropped")
                 event = None
@@ -724,12 +723,12 @@ class EventBus:
             message = self._assemble(payload)
             if message is None or message.startswith(self._own):
                 return  # this process delivered it when it published
-            if message.find(_AGAIN, 0, _HEAD_CHARS) >= 0 and self._heard_already(message):
+            if message.find(AGAIN, 0, HEAD_CHARS) >= 0 and self._heard_already(message):
                 return
             if self._heard_by_nobody(message):
                 self._recent.append(message)
                 return
-            event = _event_of(message, self.origin)
+            event = event_of(message, self.origin)
         except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("an event notification could not be read; it is dropped")
             return
@@ -740,11 +739,11 @@ class EventBus:
         """Whether the event of a message sent again (see `settle`) is among those this
         process heard (`REPLAY_WINDOW`): it came with the commit of the write whose outcome
         its sender did not know."""
-        event_id = _id_of(message)
+        event_id = id_of(message)
         if event_id is None:
             return False
         for item in self._recent:
-            if (item.id if isinstance(item, UserEvent) else _id_of(item)) == event_id:
+            if (item.id if isinstance(item, UserEvent) else id_of(item)) == event_id:
                 return True
         return False
 
@@ -765,61 +764,3 @@ class EventBus:
             return None
         del self._parts[key]
         return "".join(cast(list[str], parts))
-
-
-def _event_of(message: str, origin: str) -> UserEvent | None:
-    """The event of a message, None when `origin` (this process) sent it. Raises ValueError
-    (or KeyError, TypeError, AttributeError) for one that is not an event."""
-    parsed = json.loads(message)
-    if parsed.get("o") == origin:
-        return None
-    return UserEvent.from_json(parsed["e"])
-
-
-#: Where the kind starts in a message: after the origin (a new_id, so no quote in it).
-_KIND_KEY: Final = ',"k":"'
-#: What follows the kind in the message of an event sent again (see `EventBus.settle`).
-_AGAIN: Final = ',"r":1,'
-#: Where the event's id starts: the first key of the event's wire form.
-_ID_KEY: Final = '"e":{"id":"'
-#: How far into a message its head (origin, kind, mark, the event's id) may go.
-_HEAD_CHARS: Final = 160
-
-
-def _kind_of(message: str) -> str | None:
-    """The kind a message's head names (``{"o":ORIGIN,"k":KIND,...``), without parsing it;
-    None when it names none (a message of an older process: it is parsed)."""
-    start = message.find(_KIND_KEY, 0, 80)
-    if start < 0:
-        return None
-    start += len(_KIND_KEY)
-    end = message.find('"', start, start + 40)
-    return message[start:end] if end > 0 else None
-
-
-def _id_of(message: str) -> str | None:
-    """The id of a message's event, read from its head without parsing it; None when it
-    names none there."""
-    start = message.find(_ID_KEY, 0, _HEAD_CHARS)
-    if start < 0:
-        return None
-    start += len(_ID_KEY)
-    end = message.find('"', start, start + 80)
-    return message[start:end] if end > 0 else None
-
-
-def _payloads(key: str, message: str) -> list[str]:
-    if len(message) <= _CHUNK_CHARS:
-        return ["m|" + message]
-    chunks = [message[i : i + _CHUNK_CHARS] for i in range(0, len(message), _CHUNK_CHARS)]
-    return [f"c|{key}|{i}|{len(chunks)}|{chunk}" for i, chunk in enumerate(chunks)]
-
-
-#: Every notification of a batch, in order, in one statement.
-_NOTIFY = text("SELECT pg_notify(:channel, p) FROM unnest(CAST(:payloads AS text[])) AS p")
-#: The same for asyncpg itself, on the listening connection.
-_NOTIFY_SQL: Final = "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p"
-
-
-def _notify(connection: Connection, payloads: list[str]) -> None:
-    connection.execute(_NOTIFY, {"channel": CHANNEL, "payloads": payloads})
