@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -125,3 +127,47 @@ async def test_keys_cannot_leave_the_folder(tmp_path: Path, key: str) -> None:
     with pytest.raises(ValueError, match="Invalid blob key"):
         await blobs.delete(key)
     assert list(tmp_path.rglob("*")) == []
+
+
+# --- an insert that fails -------------------------------------------------------------------
+
+
+def _write_then(store: Store, monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    """The store's writes commit, then raise `error` (a cancel, a link lost after the COMMIT):
+    their caller cannot tell that they committed."""
+    write = store.db.write
+
+    async def committed_then_raises(*args: Any, **kwargs: Any) -> Any:
+        await write(*args, **kwargs)
+        raise error
+
+    monkeypatch.setattr(store.db, "write", committed_then_raises)
+
+
+@pytest.mark.parametrize(
+    "error", [asyncio.CancelledError(), ConnectionResetError("lost")], ids=["cancel", "link"]
+)
+async def test_an_insert_that_may_have_committed_keeps_the_bytes(
+    store: Store, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    _write_then(store, monkeypatch, error)
+    with pytest.raises(type(error)):
+        await store.files.create("u1", "a.pdf", "application/pdf", PAYLOAD, file_id="a" * 24)
+    monkeypatch.undo()
+    record = await store.files.get("a" * 24)
+    assert record is not None
+    assert await store.files.read(record) == PAYLOAD
+
+
+async def test_an_insert_refused_removes_the_bytes(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise ValueError("refused before anything was written")
+
+    monkeypatch.setattr(store.db, "write", refused)
+    with pytest.raises(ValueError, match="refused"):
+        await store.files.create("u1", "a.pdf", "application/pdf", PAYLOAD, file_id="a" * 24)
+    monkeypatch.undo()
+    with pytest.raises(BlobMissing):
+        await store.blobs.get("a" * 24)

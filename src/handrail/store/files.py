@@ -20,7 +20,7 @@ from handrail._util import new_id, utc_now
 from handrail.errors import FileNotFound
 from handrail.store.blob_sweep import BlobSweep
 from handrail.store.blobs import BlobMissing, BlobStore
-from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.db import Database, all_rows, first_row, may_have_committed, row_count
 from handrail.store.records import FileRecord
 from handrail.store.tables import files
 
@@ -31,7 +31,8 @@ F = files.c
 
 class FileRepo:
     """Files by id. The bytes are written to the blob store before the row, so a row never
-    names missing bytes; deleting marks the row deleted, then removes the bytes."""
+    names missing bytes (they are removed again only when the row's insert surely failed);
+    deleting marks the row deleted, then removes the bytes."""
 
     def __init__(self, db: Database, blobs: BlobStore) -> None:
         self._db = db
@@ -65,9 +66,11 @@ class FileRepo:
         await self._blobs.put(file_id, bytes(data))
         try:
             await self._db.write(row_count, insert(files).values(values))
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await self._blobs.delete(file_id)
+        except BaseException as error:
+            # A row that may be in keeps its bytes (if it is not, the sweep removes them).
+            if not may_have_committed(error):
+                with contextlib.suppress(Exception):
+                    await self._blobs.delete(file_id)
             raise
         return _record(values)
 
