@@ -23,7 +23,10 @@ The setups, each a server process (or two) this script starts and stops:
   `serving.Server`: the heap of the start-up frozen for the garbage collector).
 - **handrail, PostgreSQL, 1 process** and **2 processes** on one database of a throwaway
   cluster (``tests/_pg.py``, durable: ``fsync`` and ``synchronous_commit`` on, unix socket);
-  with 2 processes, client i talks to process i mod 2.
+  with 2 processes, client i talks to process i mod 2. ``--setups pg2split`` (not run by
+  default) is 2 processes each on a database of its own: they share only the machine and the
+  cluster, neither hears the other's events, so against ``pg2`` it tells what sharing one
+  database costs and against ``pg1`` what two busy processes on these cores cost.
 
 How it measures, so that a busy machine moves every setup alike: at each client count, each
 setup first runs that many clients for ``--level-warm-up`` seconds, not counted (a PostgreSQL
@@ -826,6 +829,7 @@ SETUP_NAMES = {
     "sqlite": "handrail, SQLite, 1 process",
     "pg1": "handrail, PostgreSQL, 1 process",
     "pg2": "handrail, PostgreSQL, 2 processes",
+    "pg2split": "handrail, PostgreSQL, 2 processes on 2 databases",
 }
 
 
@@ -862,10 +866,13 @@ def start_setups(
         else:
             assert cluster is not None
             url = cluster.new_database_url()
-            count = 2 if base == "pg2" else 1
+            count = 1 if base == "pg1" else 2
+            # pg2split: each process on a database of its own (nothing shared but the machine).
+            urls = [url, cluster.new_database_url() if base == "pg2split" else url][:count]
             # One after the other: the first migrates the new database.
             servers = [
-                ServerProcess("handrail", url, sub / str(i), max_seconds, src) for i in range(count)
+                ServerProcess("handrail", u, sub / str(i), max_seconds, src)
+                for i, u in enumerate(urls)
             ]
             setups.append(Setup(key, name, servers, cluster))
         for server in setups[-1].servers:
@@ -1075,7 +1082,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=2, help="interleaved slices per level (2)")
     parser.add_argument(
-        "--setups", default="floor,sqlite,pg1,pg2", help="which setups (floor,sqlite,pg1,pg2)"
+        "--setups",
+        default="floor,sqlite,pg1,pg2",
+        help="which setups (floor,sqlite,pg1,pg2; also pg2split)",
     )
     parser.add_argument(
         "--trace",
