@@ -45,15 +45,25 @@ def _then_raise(
 _AFTER_COMMIT = [ConnectionResetError("lost after the COMMIT"), asyncio.CancelledError()]
 
 
+def _reload(event: UserEvent | None) -> bool:
+    return event is not None and event.kind == "reload" and event.data == {"reason": "uncertain"}
+
+
 @pytest.mark.parametrize("error", _AFTER_COMMIT, ids=["lost", "cancelled"])
-async def test_a_write_that_committed_then_raised_delivers_its_events_here(
+async def test_a_write_that_committed_then_raised_has_its_subscribers_reload(
     store: Store, monkeypatch: pytest.MonkeyPatch, error: BaseException
 ) -> None:
+    """Whether it committed is not known here: its events might tell of a change that is not
+    there (an ask that was never made, to a webhook), so what wants them reads the state
+    again, now and on a replay from before them."""
     history = await store.histories.create("alice", agent="demo")
     db = store.histories._db
-    monkeypatch.setattr(db, "write", _then_raise(db.write, error))
-    monkeypatch.setattr(db, "autocommit", _then_raise(db.autocommit, error))
     async with store.events.subscribe("alice") as heard:
+        first = _event(history.id, title="first")
+        await store.events.publish(first)
+        assert await heard.get(timeout=1) == first
+        monkeypatch.setattr(db, "write", _then_raise(db.write, error))
+        monkeypatch.setattr(db, "autocommit", _then_raise(db.autocommit, error))
         renamed = _event(history.id, title="Trip")
         with pytest.raises(type(error)):
             await store.histories.apply(
@@ -62,10 +72,41 @@ async def test_a_write_that_committed_then_raised_delivers_its_events_here(
         with pytest.raises(type(error)):
             await store.histories.create("alice", agent="demo", announce=True)
         got = await _next(heard, 2)
-        assert got[0] == renamed
-        assert got[1] is not None
-        assert got[1].kind == "history.created"
+        assert all(_reload(e) for e in got), got
         assert await heard.get(timeout=0.1) is None
+    async with store.events.subscribe("alice", last_event_id=first.id) as replay:
+        missed = await replay.get(timeout=1)
+        assert missed is not None
+        assert missed.kind == "reload"
+    async with store.events.subscribe("bob") as other:
+        with pytest.raises(type(error)):
+            await store.histories.apply(
+                history.id,
+                HistoryChange(title="x", events=[_event(history.id)]),
+                expected_version=2,
+            )
+        assert await other.get(timeout=0.1) is None  # not bob's
+
+
+async def test_an_uncertain_write_that_carried_nothing_has_other_processes_reload(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its events went in no transaction (another write carried events then): the other
+    processes are told to read the state again, not told of a change that may not be."""
+    monkeypatch.setattr("handrail.store.events._WRITES_CARRYING", 0)
+    async with listening_stores(postgres_cluster, tmp_path) as (one, two):
+        history = await one.histories.create("alice", agent="demo")
+        async with two.events.subscribe("alice") as heard:
+            db = one.histories._db
+            monkeypatch.setattr(db, "write", _then_raise(db.write, ConnectionResetError()))
+            with pytest.raises(ConnectionResetError):
+                await one.histories.apply(
+                    history.id,
+                    HistoryChange(title="Trip", events=[_event(history.id, title="Trip")]),
+                    expected_version=1,
+                )
+            assert _reload(await heard.get(timeout=5))
+            assert await heard.get(timeout=0.2) is None
 
 
 @pytest.mark.parametrize("error", _AFTER_COMMIT, ids=["lost", "cancelled"])
@@ -98,7 +139,10 @@ async def test_a_write_that_committed_then_raised_sends_no_event_twice(
             # between.
             assert await _next(heard, 3) == [earlier, renamed, after]
             assert await heard.get(timeout=0.2) is None
-            assert await _next(own, 3) == [earlier, renamed, after]
+            got = await _next(own, 3)
+            assert got[0] == earlier
+            assert _reload(got[1])
+            assert got[2] == after
         one.events.discard(own)
 
 

@@ -3,11 +3,12 @@
 A message is one event as JSON, its head first, so that a process can tell what it is before
 it parses it (`kind_of`, `id_of`)::
 
-    {"o": ORIGIN, "k": KIND, "r": 1, "e": {"id": ID, "kind": KIND, ...}}
+    {"o": ORIGIN, "k": KIND, "r": 1, "u": 1, "e": {"id": ID, "kind": KIND, ...}}
 
 ``o`` is the sending process's `EventBus.origin`, ``k`` the event's kind, ``r`` (only on an
-event sent again, `AGAIN`: its sender does not know whether it went through before) and ``e``
-the event's wire form (`UserEvent.to_json`, its id first). A message goes in one notification
+event sent again, `AGAIN`: its sender does not know whether it went through before), ``u``
+(only on the event of a write that may not have committed, `UNCERTAIN`) and ``e`` the event's
+wire form (`UserEvent.to_json`, its id first). A message goes in one notification
 (``m|MESSAGE``) or, above PostgreSQL's 8000 byte limit, in several of one statement
 (``c|KEY|INDEX|COUNT|PART``), which PostgreSQL delivers together and in order.
 """
@@ -27,6 +28,7 @@ __all__ = [
     "CHANNEL",
     "HEAD_CHARS",
     "NOTIFY_SQL",
+    "UNCERTAIN",
     "event_of",
     "id_of",
     "kind_of",
@@ -40,15 +42,20 @@ CHANNEL: Final = "handrail_events"
 _CHUNK_CHARS: Final = 1800
 
 
-def payloads_of(origin: str, event: UserEvent, *, again: bool = False) -> list[str]:
+def payloads_of(
+    origin: str, event: UserEvent, *, again: bool = False, uncertain: bool = False
+) -> list[str]:
     """The notifications of `event` sent by the process `origin`; `again`: marked as sent
-    again (`AGAIN`), its parts with a key of their own."""
+    again (`AGAIN`), `uncertain`: as the event of a write that may not have committed
+    (`UNCERTAIN`), either with parts of a key of their own."""
     head: dict[str, Any] = {"o": origin, "k": event.kind}
     if again:
         head["r"] = 1
+    if uncertain:
+        head["u"] = 1
     head["e"] = event.to_json()
     message = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
-    return _payloads(new_id() if again else event.id, message)
+    return _payloads(new_id() if again or uncertain else event.id, message)
 
 
 def event_of(message: str, origin: str) -> UserEvent | None:
@@ -64,6 +71,9 @@ def event_of(message: str, origin: str) -> UserEvent | None:
 _KIND_KEY: Final = ',"k":"'
 #: What follows the kind in the message of an event sent again (see `EventBus.settle`).
 AGAIN: Final = ',"r":1,'
+#: What follows the kind in the message of an event whose write may not have committed (see
+#: `EventBus.settle`): its receivers tell their subscribers ``reload``.
+UNCERTAIN: Final = ',"u":1,'
 #: Where the event's id starts: the first key of the event's wire form.
 _ID_KEY: Final = '"e":{"id":"'
 #: How far into a message its head (origin, kind, mark, the event's id) may go.

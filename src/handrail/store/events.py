@@ -29,11 +29,12 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   them when it commits and never when it rolls back, with no statement of their own. It
   also takes the events published here and not sent yet (every history's, ahead of its
   own): a write within the sender's wait spares that statement too. Here they are delivered
-  once it committed. A write that raised where its commit may have taken effect (a cancel, a
-  lost connection: `handrail.store.db.may_have_committed`) is taken as committed here, and
-  the events it took are sent again, marked so, for a process that heard them with its
-  commit drops them (`EventBus.settle`): none is lost, none heard twice (within the
-  `REPLAY_WINDOW` events a process keeps). The order per history holds (see
+  once it committed. For a write that raised where its commit may have taken effect (a
+  cancel, a lost connection: `handrail.store.db.may_have_committed`) its subscribers get
+  ``reload`` in place of its events, and the events it took are sent again, marked so, for a
+  process that heard them with its commit drops them (`EventBus.settle`): none is lost, none
+  heard twice (within the `REPLAY_WINDOW` events a process keeps), none tells of a change
+  that is not there. The order per history holds (see
   `EventBus.carry`). PostgreSQL commits the transactions that notify one at a time, each
   holding its lock over its WAL flush (on this machine about 300 such commits a second,
   whatever the concurrency, against thousands without): so one write of a process at a time
@@ -78,12 +79,14 @@ from handrail.store.event_wire import (
     CHANNEL,
     HEAD_CHARS,
     NOTIFY_SQL,
+    UNCERTAIN,
     event_of,
     id_of,
     kind_of,
     notify,
     payloads_of,
 )
+from handrail.store.subscriptions import Subscription
 from handrail.store.user_events import (
     EVENT_KINDS,
     EventKind,
@@ -145,92 +148,6 @@ class Carried:
     histories: frozenset[str | None] = frozenset()
     #: Whether the write sends them (PostgreSQL, the bus open).
     carries: bool = False
-
-
-#: What `Subscription.end` queues (compared by identity).
-_END: Final = UserEvent(kind="reload", user_id="", id="end", data={"reason": "end"})
-
-
-class Subscription:
-    """The events of one user (or of all, with ``user_id=None``), in the order this process
-    heard them. Iterate it (``async for``); leave the bus's ``async with`` to end it."""
-
-    def __init__(
-        self,
-        bus: EventBus,
-        user_id: str | None,
-        queue_size: int,
-        *,
-        is_admin: bool = False,
-        kinds: frozenset[str] | None = None,
-    ) -> None:
-        self.user_id = user_id
-        #: The kinds it hears (None: every kind); ``reload`` reaches it whatever they are.
-        self.kinds = kinds
-        #: Whether the user is an admin (then the events of gates that ``admins`` approve
-        #: reach them).
-        self.is_admin = is_admin
-        self._bus = bus
-        self._queue: asyncio.Queue[UserEvent] = asyncio.Queue()
-        self._size = queue_size
-        self._lagging = False
-        #: True once `end` was called and the queue ran out.
-        self.ended = False
-
-    def wants(self, event: UserEvent) -> bool:
-        if self.kinds is not None and event.kind not in self.kinds:
-            return False
-        return self.user_id is None or event.concerns(self.user_id, is_admin=self.is_admin)
-
-    def put(self, event: UserEvent) -> None:
-        """Queue `event` (from the bus's event loop). A full queue is dropped for one
-        ``reload``."""
-        if self._lagging:
-            return
-        if self._queue.qsize() >= self._size:
-            while not self._queue.empty():
-                self._queue.get_nowait()
-            self._queue.put_nowait(self.reload("behind"))
-            self._lagging = True
-            return
-        self._queue.put_nowait(event)
-
-    def end(self) -> None:
-        """End the subscription from outside (a server shutting down): `get` returns None
-        from now on, and iterating stops."""
-        self._queue.put_nowait(_END)
-
-    def reload(self, reason: str) -> UserEvent:
-        return UserEvent(kind="reload", user_id=self.user_id or "", data={"reason": reason})
-
-    async def get(self, timeout: float | None = None) -> UserEvent | None:
-        """The next event; None when `timeout` seconds pass without one, or once `end` was
-        called (then `ended` is True)."""
-        if self.ended:
-            return None
-        try:
-            if timeout is None:
-                event = await self._queue.get()
-            else:
-                event = await asyncio.wait_for(self._queue.get(), timeout)
-        except TimeoutError:
-            return None
-        if event is _END:
-            self.ended = True
-            return None
-        if event.kind == "reload":
-            self._lagging = False
-        return event
-
-    def __aiter__(self) -> AsyncIterator[UserEvent]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[UserEvent]:
-        while True:
-            event = await self.get()
-            if event is None:
-                return
-            yield event
 
 
 class EventBus:
@@ -440,27 +357,35 @@ class EventBus:
         back to the sender, first, and its own are not published.
 
         `committed` None: the outcome is unknown (the write raised where its commit may have
-        taken effect: a cancel, a lost connection; see `may_have_committed`). Nothing may be
-        lost, so it is taken as committed for what only this process can send: its own events
-        are delivered here (and published as `publish` does when it carried nothing). The
-        events it took were other writes' and went with its commit, if there was one: they go
-        to the sender again, marked as sent again, and a process that heard them already
-        drops them (`_heard`). If the write did roll back, its events told of a change that is
-        not there: a client that reads the state again finds it as it was. Never raises."""
+        taken effect: a cancel, a lost connection; see `may_have_committed`). Its events might
+        tell of a change that is not there (an ask never made, to a webhook, a mail), or be
+        the only word of one that is: in their place, what wants them here gets ``reload``
+        (it reads the state again, and finds the change or not; a replay from an id before
+        them is ``reload`` too), and so do the other processes' when the write carried
+        nothing (its message marked `UNCERTAIN`); when it carried them, they heard them with
+        the commit, if there was one. The events it took were other writes' and went with
+        its commit, if there was one: they go to the sender again, marked as sent again, and
+        a process that heard them already drops them (`_heard`). Never raises."""
         if not carried.carries:
-            if committed is not False:
+            if committed:
                 for event in carried.events:
                     self._publish(event)
+            elif committed is None:
+                for event in carried.events:
+                    self._uncertain(event)
             return
         self._writing -= 1
         self._carrying.subtract(carried.histories)
         for key in carried.histories:
             if self._carrying[key] <= 0:
                 del self._carrying[key]
-        if committed is not False:
+        if committed:
             for event in carried.events:
                 self._deliver(event)
-        if committed is None:
+        elif committed is None:
+            # The other processes heard them with the commit, if there was one.
+            for event in carried.events:
+                self._missed(event)
             self._outgoing[0:0] = [(e, self._payloads_of(e, again=True)) for e, _ in carried.taken]
         elif not committed:
             self._outgoing[0:0] = carried.taken
@@ -482,6 +407,32 @@ class EventBus:
                 return False
             await driver.execute(NOTIFY_SQL, CHANNEL, payloads)
         return True
+
+    def _uncertain(self, event: UserEvent) -> None:
+        """`event` of a write that may have committed, and carried nothing: ``reload`` here
+        (`_missed`) and, on PostgreSQL, in the other processes (its message marked so)."""
+        self._missed(event)
+        if self._remote and not self._closed:
+            self._outgoing.append((event, payloads_of(self.origin, event, uncertain=True)))
+            self._start_sender()
+
+    def _missed(self, event: UserEvent) -> None:
+        """In place of `event`, of a write that may or may not have committed: ``reload`` for
+        the subscriptions that want it (they read the state again, and find the change or not),
+        and a mark in the kept events, so that a replay from an id before it is ``reload``
+        too (`since`)."""
+        self._recent.append(
+            UserEvent(
+                kind="reload",
+                user_id=event.user_id,
+                history_id=event.history_id,
+                approvers=event.approvers,
+                data={"reason": "uncertain"},
+            )
+        )
+        for subscription in list(self._subscribers):
+            if subscription.wants(event):
+                subscription.put(subscription.reload("uncertain"))
 
     def _deliver(self, event: UserEvent) -> None:
         self._recent.append(event)
@@ -524,7 +475,7 @@ class EventBus:
     ) -> Subscription:
         """`subscribe` without the ``async with``, for a long-lived listener that is in place
         at once: hears from now on, until `discard`."""
-        subscription = Subscription(self, user_id, self._queue_size, is_admin=is_admin, kinds=kinds)
+        subscription = Subscription(user_id, self._queue_size, is_admin=is_admin, kinds=kinds)
         if last_event_id:
             replay = self.since(last_event_id, user_id, is_admin=is_admin)
             if replay is None:
@@ -572,11 +523,13 @@ class EventBus:
         recent = self._parsed_recent()
         for index in range(len(recent) - 1, -1, -1):
             if recent[index].id == event_id:
-                return [
+                after = [
                     e
                     for e in recent[index + 1 :]
                     if user_id is None or e.concerns(user_id, is_admin=is_admin)
                 ]
+                # A mark of an event that may or may not have been (`_missed`): reload.
+                return None if any(e.kind == "reload" for e in after) else after
         return None
 
     def _parsed_recent(self) -> list[UserEvent]:
@@ -724,6 +677,11 @@ class EventBus:
             if message is None or message.startswith(self._own):
                 return  # this process delivered it when it published
             if message.find(AGAIN, 0, HEAD_CHARS) >= 0 and self._heard_already(message):
+                return
+            if message.find(UNCERTAIN, 0, HEAD_CHARS) >= 0:
+                event = event_of(message, self.origin)
+                if event is not None:
+                    self._missed(event)
                 return
             if self._heard_by_nobody(message):
                 self._recent.append(message)
