@@ -276,3 +276,22 @@ def _storable_dict(value: dict[Any, Any]) -> tuple[Any, bool]:
         if pairs is not None:
             pairs.append((new_key, new_item))
     return (value if pairs is None else dict(pairs)), replaced
+
+
+#: Words a tool's name spells that read in capitals (``get_api_key`` → "Get API key").
+_CAPITALS: Final = frozenset({"api", "http", "https", "id", "ip", "json", "sms", "url", "uuid"})
+
+
+def title_from_name(name: str) -> str:
+    """A name written for the model (``create_invoice``, ``createInvoice``, ``send-email``)
+    as a person reads it ("Create invoice"): words split at ``_``, ``-``, ``.`` and each
+    lower-to-upper change, in lower case but the first letter (and the words of
+    `_CAPITALS`); a name with no letters or digits stays as it is. The one place a
+    person-facing title is made from a name, for a tool that declares no title."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = [w.lower() for w in re.split(r"[\s_.\-]+", spaced) if w]
+    if not words:
+        return name
+    words = [w.upper() if w in _CAPITALS else w for w in words]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]

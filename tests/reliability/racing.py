@@ -62,7 +62,7 @@ TOOLS_SOURCE: Final = textwrap.dedent(
         return f"Paid {invoice}."
 
 
-    @ledger.tool(read_only=True, open_world=False)
+    @ledger.tool(title="Wait a long time", read_only=True, open_world=False)
     async def wait_long(seconds: int) -> str:
         """Wait, then say so.
 

@@ -74,10 +74,14 @@ async def test_a_view_through_the_other_process_shows_the_running_tool(
         assert here == {
             "turnId": progress["data"]["turnId"],
             "phase": "tool",
-            "tool": {"toolName": "wait_long", "toolCallId": progress["data"]["toolCallId"]},
+            "tool": {
+                "toolName": "wait_long",
+                "toolTitle": "Wait a long time",
+                "toolCallId": progress["data"]["toolCallId"],
+            },
             "since": here["since"],
         }
-        # Process two reads it from the database.
+        # Process two reads it from the database, the tool's title with it.
         there = (await _running_until(client, two.base, history_id, shown=True))["running"]
         assert there == here
         assert there["since"].endswith("Z")

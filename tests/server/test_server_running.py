@@ -36,7 +36,7 @@ class Gate:
         self.release = asyncio.Event()
         self.tools = ToolSet("local:gate", "Gate")
 
-        @self.tools.tool(read_only=True, open_world=False)
+        @self.tools.tool(read_only=True, open_world=False, title="Fetch a report")
         async def fetch_report(name: str) -> str:
             """Fetch a report.
 
@@ -82,7 +82,7 @@ async def test_the_view_shows_the_running_tool_then_null(gated: tuple[Api, Gate]
     assert running == {
         "turnId": turn.id,
         "phase": "tool",
-        "tool": {"toolName": "fetch_report", "toolCallId": call},
+        "tool": {"toolName": "fetch_report", "toolTitle": "Fetch a report", "toolCallId": call},
         "since": running["since"],
     }
     assert running["since"].endswith("Z")
@@ -118,6 +118,7 @@ async def test_the_turn_events_name_the_turn(gated: tuple[Api, Gate]) -> None:
     assert tool == {
         "phase": "tool",
         "toolName": "fetch_report",
+        "toolTitle": "Fetch a report",
         "toolCallId": running["tool"]["toolCallId"],
         "turnId": running["turnId"],
     }
@@ -159,7 +160,15 @@ async def test_the_board_follows_a_turns_phases(any_api: Api) -> None:
     started = await board.of(history.id)
     assert started is not None
     assert (started.turn_id, started.phase, started.tool_name) == (turn.id, "starting", None)
-    board.progressed(turn, {"phase": "tool", "toolName": "lookup", "toolCallId": "c1"})
+    tool = {"phase": "tool", "toolName": "lookup", "toolTitle": "Look up", "toolCallId": "c1"}
+    board.progressed(turn, tool)
+    running = await board.of(history.id)
+    assert running is not None
+    assert running.to_json()["tool"] == {
+        "toolName": "lookup",
+        "toolTitle": "Look up",
+        "toolCallId": "c1",
+    }
     board.progressed(turn, {"phase": "stopping"})
     stopping = await board.of(history.id)
     assert stopping is not None

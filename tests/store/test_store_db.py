@@ -22,7 +22,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0017"
+HEAD = "0018"
 
 TABLES = {
     "activity",

@@ -1,12 +1,18 @@
 """The running turns (`handrail.store.running`): written many at once, renewed by their
-process in one statement, read as nothing once they lapse, on both backends."""
+process in one statement, read as nothing once they lapse, on both backends; the tool's title
+is kept (migration 0018), and a row without one reads with a title made from the name."""
 
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
+
+from alembic import command
+from sqlalchemy import Connection, MetaData, Table, insert
 
 from handrail._util import utc_now
-from handrail.store import Store
+from handrail.store import Database, Store
+from handrail.store.db import alembic_config
 from handrail.store.running import RunningTurn
 
 MINUTE = dt.timedelta(minutes=1)
@@ -46,9 +52,15 @@ async def test_flush_renew_and_lapse(store: Store) -> None:
         until=now + MINUTE,
         tool_name="lookup",
         tool_call_id="call_1",
+        tool_title="Look up a customer",
     )
     await store.running.flush("one", [tool], [])
     assert await store.running.get(c, now=now) == tool
+    assert tool.to_json()["tool"] == {
+        "toolName": "lookup",
+        "toolTitle": "Look up a customer",
+        "toolCallId": "call_1",
+    }
     # Dropping removes only the dropper's own rows.
     await store.running.flush("two", [], [a, c])
     assert await store.running.get(a, now=now) is not None
@@ -62,3 +74,45 @@ async def test_flush_renew_and_lapse(store: Store) -> None:
     await store.running.flush("one", [], [a, c])
     assert await store.running.get(a, now=now) is None
     assert await store.running.get(c, now=now) is None
+
+
+async def test_a_row_from_before_0018_reads_with_a_title_made_from_its_name(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A row written before the ``tool_title`` column (migration 0018) existed: after the
+    upgrade, the view says "Create invoice", never the name written for the model."""
+    now = utc_now()
+    history_id = "e" * 24
+
+    def old_row(connection: Connection) -> None:
+        command.upgrade(alembic_config(connection), "0017")
+        # The table as the database has it at 0017: no title column.
+        table = Table("running_turns", MetaData(), autoload_with=connection)
+        connection.execute(
+            insert(table).values(
+                history_id=history_id,
+                turn_id="f" * 24,
+                owner="one",
+                phase="tool",
+                tool_name="create_invoice",
+                tool_call_id="call_9",
+                since=now,
+                until=now + MINUTE,
+            )
+        )
+        command.upgrade(alembic_config(connection), "head")
+
+    async with Database(database_url) as db:
+        await db.write(old_row)
+    store = await Store.open(database_url, blob_dir=tmp_path / "blobs")
+    try:
+        found = await store.running.get(history_id, now=now)
+        assert found is not None
+        assert found.tool_title is None
+        assert found.to_json()["tool"] == {
+            "toolName": "create_invoice",
+            "toolTitle": "Create invoice",
+            "toolCallId": "call_9",
+        }
+    finally:
+        await store.close()

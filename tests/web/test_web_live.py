@@ -150,7 +150,7 @@ def test_progress_and_stop(app: App, demo_server: DemoServer) -> None:
     app.say('call wait_a_while {"seconds": 60}')
     progress = app.page.locator(".turn-progress")
     expect(progress).to_be_visible()
-    expect(progress).to_contain_text("Running wait_a_while…")
+    expect(progress).to_contain_text("Running Wait a few seconds…")
     history_id = app.history_id() if "/c/" in app.page.url else None
     app.page.get_by_role("button", name="Stop").click()
     expect(progress).to_be_hidden(timeout=10_000)
@@ -407,7 +407,7 @@ def test_a_chat_opened_mid_turn_shows_its_progress_at_once(
     expect(app.reply()).to_contain_text("You said: a slow one next")
     history_id = app.history_id()
     app.say('call wait_a_while {"seconds": 60}')
-    expect(app.page.locator(".turn-progress")).to_contain_text("Running wait_a_while…")
+    expect(app.page.locator(".turn-progress")).to_contain_text("Running Wait a few seconds…")
 
     # Another browser opens the conversation while the tool runs: the tool sends no more
     # progress events for a minute, so what the line says comes from the history view.
@@ -424,7 +424,7 @@ def test_a_chat_opened_mid_turn_shows_its_progress_at_once(
         late.sign_in_as("bob", f"/c/{history_id}")
         progress = late.page.locator(".turn-progress")
         expect(progress).to_be_visible()
-        expect(progress).to_contain_text("Running wait_a_while…")
+        expect(progress).to_contain_text("Running Wait a few seconds…")
         assert views, "the page read the history view"
         running = views[-1]["running"]
         assert running["phase"] == "tool"

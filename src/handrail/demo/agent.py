@@ -292,7 +292,7 @@ def clock_tools() -> ToolSet:
     """A tool that takes its time, to try Stop on: ``call wait_a_while {"seconds": 30}``."""
     tools = ToolSet("local:clock", "Clock")
 
-    @tools.tool(title="Wait a while", read_only=True, open_world=False)
+    @tools.tool(title="Wait a few seconds", read_only=True, open_world=False)
     async def wait_a_while(seconds: int = 10) -> str:
         """Wait a number of seconds (at most 60), then say so: a long task to try Stop on.
 

@@ -77,15 +77,21 @@ CONFIRMATION: Final = "confirmation"
 PROMPT_MAX: Final = 500
 
 
-def tool_label(agent: Agent, tool: Tool) -> str:
-    """What the person reads for a tool: its human ``title`` (a Python tool's, or the HTTP
-    action's behind it), else its name."""
+def declared_title(agent: Agent, tool: Tool) -> str | None:
+    """A tool's human ``title`` (a Python tool's, an MCP tool's, or the HTTP action's behind
+    it), or None when it declares none."""
     if tool.title:
         return tool.title
     found = agent.actions.get(tool.name)
     if found is not None and found[1].title:
         return found[1].title
-    return tool.name
+    return None
+
+
+def tool_label(agent: Agent, tool: Tool) -> str:
+    """What the person reads for a tool: its human ``title`` (see `declared_title`), else
+    its name."""
+    return declared_title(agent, tool) or tool.name
 
 
 def denial_reason(envelope: Mapping[str, Any]) -> str | None:
@@ -590,7 +596,7 @@ class ConfirmationGate(Gate):
             await runner.actions.cancel(pending, "stopped")
             await runner.deny(run, call, "stopped")
             return
-        await runner.progress(run, "tool", toolName=call.name, toolCallId=call.id)
+        await runner.tool_progress(run, call)
         # Bound to the arguments as they run now: a changed managed argument makes it stale.
         step = await runner.actions.confirm(
             binding,

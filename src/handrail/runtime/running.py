@@ -96,6 +96,7 @@ class RunningBoard:
         turn_id, progress, since = held
         tool = progress.get("toolName")
         call = progress.get("toolCallId")
+        title = progress.get("toolTitle")
         return RunningTurn(
             history_id=history_id,
             turn_id=turn_id,
@@ -105,6 +106,7 @@ class RunningBoard:
             until=self._until(since),
             tool_name=tool if isinstance(tool, str) else None,
             tool_call_id=call if isinstance(call, str) else None,
+            tool_title=title if isinstance(title, str) else None,
         )
 
     def _changed(self, history_id: str) -> None:

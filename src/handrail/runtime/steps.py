@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from .._util import new_id
+from .._util import new_id, title_from_name
 from ..asks import (
     AskValidationError,
     PendingAsk,
@@ -39,7 +39,7 @@ from .gate import (
     stopped_result,
     uncertain_result,
 )
-from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS
+from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS, declared_title
 from .messages import AssistantMessage, FilePart, Message, ToolCall, ToolResultMessage
 from .models import INVALID_ARGUMENTS_KEY
 from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_output
@@ -171,9 +171,23 @@ class StepRunner:
             elif isinstance(event, ToolCallPart):
                 calls.append(event.call)
 
+    async def tool_progress(self, run: TurnRun, call: ToolCall, tool: Tool | None = None) -> None:
+        """Tell the person that `call` runs now: phase ``tool`` with the tool's ``toolName``,
+        ``toolTitle`` (its declared title, else one made from its name: never the name the
+        model reads) and ``toolCallId``."""
+        tool = tool or run.agent.tools.get(call.name)
+        title = declared_title(run.agent, tool) if tool is not None else None
+        await self.progress(
+            run,
+            "tool",
+            toolName=call.name,
+            toolTitle=title or title_from_name(call.name),
+            toolCallId=call.id,
+        )
+
     async def progress(self, run: TurnRun, phase: str, **data: Any) -> None:
         """Tell the person what the turn does now (a ``turn.progress`` event): ``thinking``
-        (a model step), ``tool`` (a tool runs: ``toolName``, ``toolCallId``)."""
+        (a model step), ``tool`` (a tool runs: see `tool_progress`)."""
         progress = {"phase": phase, **data}
         if self.board is not None:
             self.board.progressed(run.turn, progress)
@@ -333,7 +347,7 @@ class StepRunner:
         if stopping(run):
             await self.deny(run, call, "stopped")
             return
-        await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
+        await self.tool_progress(run, call)
         step = await self.actions.call(
             binding,
             self.projected(run, call),
@@ -393,7 +407,7 @@ class StepRunner:
         if stopping(run):
             await self.deny(run, call, "stopped")
             return
-        await self.progress(run, "tool", toolName=call.name, toolCallId=call.id)
+        await self.tool_progress(run, call, tool)
         executed = call.arguments if edited is None else edited
         await self.continue_call(run, tool, call, lambda: tool.run(executed), edited=edited)
 

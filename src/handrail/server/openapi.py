@@ -262,10 +262,15 @@ def _running_turn() -> JsonSchema:
                 "type": "object",
                 "description": "In phase tool: the tool that runs.",
                 "properties": {
-                    "toolName": {"type": "string"},
+                    "toolName": {"type": "string", "description": "The name the model called."},
+                    "toolTitle": {
+                        "type": "string",
+                        "description": "What a person reads for the tool: its declared title, "
+                        "else one made from its name (create_invoice: Create invoice).",
+                    },
                     "toolCallId": {"type": "string"},
                 },
-                "required": ["toolName", "toolCallId"],
+                "required": ["toolName", "toolTitle", "toolCallId"],
             },
             "since": {
                 "type": "string",

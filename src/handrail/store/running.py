@@ -2,10 +2,11 @@
 
 A `RunningTurn` is one row per conversation with a running turn: the turn's id, the process
 that runs it (`owner`), its phase as its last ``turn.progress`` event said (``starting``
-before the first), the tool it runs, since when, and until when the row holds. The process
-that runs the turn writes it (`RunningRepo.flush`, many at once) and renews every row it holds
-with one statement (`RunningRepo.renew`); a row whose `until` passed belongs to a process that
-stopped and reads as nothing, so a crash never leaves a conversation shown as running.
+before the first), the tool it runs (its name, title and call id), since when, and until when
+the row holds. The process that runs the turn writes it (`RunningRepo.flush`, many at once)
+and renews every row it holds with one statement (`RunningRepo.renew`); a row whose `until`
+passed belongs to a process that stopped and reads as nothing, so a crash never leaves a
+conversation shown as running.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
-from handrail._util import iso
+from handrail._util import iso, title_from_name
 from handrail.store.db import Database, row_count
 from handrail.store.prepared import Prepared
 from handrail.store.tables import running_turns
@@ -46,12 +47,20 @@ class RunningTurn:
     until: dt.datetime
     tool_name: str | None = None
     tool_call_id: str | None = None
+    #: The tool's title for the person (None in a row written before titles were kept: the
+    #: view then gives one made from its name).
+    tool_title: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The history view's ``running``: ``{turnId, phase, tool?, since}``."""
+        """The history view's ``running``: ``{turnId, phase, tool?: {toolName, toolTitle,
+        toolCallId}, since}``."""
         out: dict[str, Any] = {"turnId": self.turn_id, "phase": self.phase}
         if self.tool_name is not None:
-            out["tool"] = {"toolName": self.tool_name, "toolCallId": self.tool_call_id}
+            out["tool"] = {
+                "toolName": self.tool_name,
+                "toolTitle": self.tool_title or title_from_name(self.tool_name),
+                "toolCallId": self.tool_call_id,
+            }
         out["since"] = iso(self.since)
         return out
 
@@ -102,6 +111,7 @@ def _values(running: RunningTurn) -> dict[str, Any]:
         "phase": running.phase,
         "tool_name": running.tool_name,
         "tool_call_id": running.tool_call_id,
+        "tool_title": running.tool_title,
         "since": running.since,
         "until": running.until,
     }
@@ -117,4 +127,5 @@ def _running(row: Mapping[str, Any]) -> RunningTurn:
         until=row["until"],
         tool_name=row["tool_name"],
         tool_call_id=row["tool_call_id"],
+        tool_title=row["tool_title"],
     )

@@ -289,6 +289,7 @@ running_turns = Table(
     Column("tool_call_id", String(NAME), nullable=True),
     Column("since", UTCDateTime, nullable=False),
     Column("until", UTCDateTime, nullable=False),
+    Column("tool_title", Text, nullable=True),
     Index(None, "owner"),
 )
 

@@ -4,15 +4,18 @@
 
 import { ApiError, api, get, getPage, streamPrompt } from "./api.js";
 import { createCard } from "./cards/index.js";
-import { ago, h, json, replace, uid } from "./dom.js";
+import { ago, h, humanize, json, replace, uid } from "./dom.js";
 import { onEvent } from "./live.js";
 import { MarkdownStream, renderMarkdown } from "./markdown.js";
 
-/** What a running turn does, in words (the data of a turn.progress event). */
+/** What a running turn does, in words (the data of a turn.progress event): a tool by its
+ * title for the person (toolTitle), never the name the model called (toolName), which only
+ * an older server's event lacks a title for. */
 function progressText(progress) {
   if (!progress) return "Working…";
   if (progress.phase === "thinking") return "Thinking…";
-  if (progress.phase === "tool" && progress.toolName) return `Running ${progress.toolName}…`;
+  const title = progress.toolTitle || (progress.toolName && humanize(progress.toolName));
+  if (progress.phase === "tool" && title) return `Running ${title}…`;
   if (progress.phase === "stopping") return "Stopping…";
   return "Working…";
 }
@@ -20,12 +23,11 @@ function progressText(progress) {
 /** How long a search waits after the last key before it asks the server (ms). */
 const SEARCH_DELAY_MS = 250;
 
-/** The history view's `running` ({turnId, phase, tool?: {toolName, toolCallId}, since}) as
- * the data of a turn.progress event. */
+/** The history view's `running` ({turnId, phase, tool?: {toolName, toolTitle, toolCallId},
+ * since}) as the data of a turn.progress event. */
 function progressOf(running) {
-  const tool = running.tool;
-  const toolName = tool && typeof tool === "object" ? tool.toolName : tool;
-  return { phase: running.phase, toolName: toolName || undefined };
+  const tool = running.tool && typeof running.tool === "object" ? running.tool : { toolName: running.tool };
+  return { phase: running.phase, toolName: tool.toolName || undefined, toolTitle: tool.toolTitle || undefined };
 }
 
 function lowerKeys(object) {
