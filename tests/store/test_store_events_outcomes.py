@@ -360,3 +360,30 @@ async def test_a_notify_lost_on_the_listening_connection_is_heard_once(
             assert await _next(heard, 1) == [sent]
             assert await heard.get(timeout=0.3) is None
         assert failed
+
+
+async def test_a_close_that_is_cancelled_stops_listening_and_sending(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with listening_stores(postgres_cluster, tmp_path) as (one, _two):
+        history = await one.histories.create("alice", agent="demo")
+        go, waiting = _held(one.histories._db, monkeypatch)
+        write = asyncio.create_task(
+            one.histories.apply(
+                history.id,
+                HistoryChange(title="x", events=[_event(history.id)]),
+                expected_version=1,
+            )
+        )
+        await waiting.wait()
+        listener = one.events._listener
+        assert listener is not None
+        closing = asyncio.create_task(one.events.close())
+        await asyncio.sleep(0.05)  # it waits for the write
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert listener.done()
+        go.set()
+        await write
+        assert _idle(one.events)

@@ -582,15 +582,20 @@ class EventBus:
         self._closed = True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _CLOSE_WAIT_S
-        while (left := deadline - loop.time()) > 0:
-            sender = self._sender
-            if sender is not None and not sender.done():
-                await asyncio.wait({sender}, timeout=left)
-            elif self._writing:
-                settled = self._settled = loop.create_future()
-                await asyncio.wait({settled}, timeout=left)
-            else:
-                break
+        try:
+            while (left := deadline - loop.time()) > 0:
+                sender = self._sender
+                if sender is not None and not sender.done():
+                    await asyncio.wait({sender}, timeout=left)
+                elif self._writing:
+                    settled = self._settled = loop.create_future()
+                    await asyncio.wait({settled}, timeout=left)
+                else:
+                    break
+        finally:  # a close that is cancelled stops too
+            await self._stop()
+
+    async def _stop(self) -> None:
         self._final = True
         sender, self._sender = self._sender, None
         if sender is not None and not sender.done():
