@@ -133,6 +133,9 @@ async def test_the_notes_page_lists_adds_and_deletes(tmp_path: Path) -> None:
         # The page runs list_notes: the turn waits on the page-tool gate with the arguments.
         waiting = allowed.ask
         assert waiting["toolName"] == "list_notes"
+        # Its words name the tool as a person reads it, not by the model's name for it.
+        assert waiting["input"]["title"] == "List notes runs on the page"
+        assert waiting["input"]["prompt"] == f"Waiting for the page at {ORIGIN} to run List notes."
         assert waiting["connectionId"] == PAGE
         assert waiting["preview"] == {}
         assert waiting["expiresAt"].endswith("Z")

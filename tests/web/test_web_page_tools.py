@@ -434,7 +434,7 @@ def test_a_page_reloaded_mid_call_runs_it_once(
     page.reload()
     expect(page.locator("#runs")).to_have_text("2")  # the reopened page ran it, once
     card = tab.card("page-tool")
-    expect(card).to_contain_text("Running slow_count on this page")
+    expect(card).to_contain_text("Running Slow count on this page")
     # The web UI cannot run it: it says which page it waits for.
     with server.api("bob") as api:
         waiting_id = api.get("/histories").json()["data"][0]["id"]
@@ -442,7 +442,7 @@ def test_a_page_reloaded_mid_call_runs_it_once(
     other.goto(f"{server.url}/c/{waiting_id}")
     other.get_by_role("button", name="Sign in as bob").click()
     waiting = other.locator('article.card[data-origin="page-tool"]').last
-    expect(waiting).to_contain_text(f"Waiting for the page at {allowed.url} to run slow_count.")
+    expect(waiting).to_contain_text(f"Waiting for the page at {allowed.url} to run Slow count.")
     expect(waiting.get_by_role("button", name="Cancel the call")).to_be_visible()
     other.close()
     page.evaluate("window.release()")

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import iso, new_id, utc_now
+from .._util import iso, new_id, title_from_name, utc_now
 from ..asks import AskValidationError, PendingAsk, to_simple_card
 from ..asks.checks import add
 from ..asks.text import cut_text
@@ -153,7 +153,9 @@ class PageToolSet(ToolSet):
 
 
 def _page_runs(name: str, origin: str, timeout: float) -> Any:
-    """The function of a page tool: it never runs here; it pauses on the page-tool gate."""
+    """The function of a page tool: it never runs here; it pauses on the page-tool gate,
+    whose words name the tool as a person reads it (`title_from_name`)."""
+    name = title_from_name(name)
 
     async def run(**_arguments: Any) -> Any:
         raise GateRequired(

@@ -7,7 +7,7 @@
 //   records nothing; the arrow beside it offers the wider answers (this conversation, always on
 //   this website), sent as the approval's content.scope.
 
-import { h, json, uid } from "../dom.js";
+import { h, humanize, json, uid } from "../dom.js";
 import { button } from "./card.js";
 import { confirmLabels, denyWithNote } from "./confirm.js";
 
@@ -24,16 +24,17 @@ function argumentsLine(args) {
 export const pageTool = {
   name: "page-tool",
   label: () => "On the page",
-  title: (ask) => `${ask.toolName || "A tool"} runs on the page`,
+  title: (ask) => ask.input.title || `${ask.toolName ? humanize(ask.toolName) : "A tool"} runs on the page`,
   prompt: () => "",
   controls(ask, card) {
     const origin = originOf(ask);
     const run = card.ctx.runPageTool;
     const here = Boolean(run) && origin === location.origin;
+    const name = ask.toolName ? humanize(ask.toolName) : "the tool";
     const status = h(
       "p",
       { class: "card-waiting", role: "status" },
-      here ? `Running ${ask.toolName} on this page…` : `Waiting for the page at ${origin || "its website"} to run ${ask.toolName}.`,
+      here ? `Running ${name} on this page…` : `Waiting for the page at ${origin || "its website"} to run ${name}.`,
     );
     if (here) {
       // Once per page: the element runs each call at most once, however many cards show it.
