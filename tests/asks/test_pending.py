@@ -1,4 +1,5 @@
-"""`PendingAsk.replace`: the copy `dataclasses.replace` makes, without its cost."""
+"""`PendingAsk.replace`: the copy `dataclasses.replace` makes, without its cost; `to_json` and
+`public`: the keys `PENDING_ASK_FIELDS` declares, as a loop over them gives them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handrail.asks.pending import PendingAsk
+from handrail.asks.pending import PENDING_ASK_FIELDS, PendingAsk, Surface
 
 
 def _ask() -> PendingAsk:
@@ -48,3 +49,34 @@ def test_several_changes_and_none() -> None:
 def test_an_unknown_name_is_refused_as_before() -> None:
     with pytest.raises(TypeError):
         _ask().replace(no_such_field=1)
+
+
+def _every_field_set() -> PendingAsk:
+    values = {f.name: {"value of": f.name} for f in dataclasses.fields(PendingAsk)}
+    return PendingAsk(**{**values, "kind": "choice", "extra": {"later": 1, "toolName": "x"}})
+
+
+def _by_loop(ask: PendingAsk, surface: Surface | None) -> dict[str, Any]:
+    """The keys as the loop over `PENDING_ASK_FIELDS` gave them before."""
+    out: dict[str, Any] = {}
+    for f in PENDING_ASK_FIELDS:
+        value = getattr(ask, f.attr)
+        if value is not None and (surface is None or surface in f.surfaces):
+            out[f.key] = value
+    if surface is None:
+        out.update(ask.extra)
+    elif surface in ("summary", "turn"):
+        out["kind"] = ask.card_kind
+    return out
+
+
+@pytest.mark.parametrize("ask", [_ask(), _every_field_set()], ids=["some", "every"])
+@pytest.mark.parametrize("surface", [None, "view", "event", "summary", "turn"])
+def test_stored_and_public_keys_as_declared(ask: PendingAsk, surface: Surface | None) -> None:
+    mine = ask.to_json() if surface is None else ask.public(surface)
+    expected = _by_loop(ask, surface)
+    assert mine == expected
+    assert list(mine) == list(expected)  # the same order
+    for key, value in mine.items():
+        if key != "kind":
+            assert value is expected[key]  # shared, not copied
