@@ -97,44 +97,54 @@ def utc_now() -> dt.datetime:
 
 
 def _remember_now(ms: int) -> dt.datetime:
-    global _LAST_NOW, _LAST_ISO, _LAST_SECOND
+    global _LAST_NOW
     moment = _FROM_TIMESTAMP(ms / 1000, dt.UTC)
+    _LAST_NOW = (ms, moment)
+    return moment
+
+
+def _text_of(ms: int) -> str:
+    """The ISO text of `ms` (since the epoch), as `iso` gives it, made from its second's text
+    (once a second) and the milliseconds, without a datetime; remembered as the last one."""
+    global _LAST_TEXT, _LAST_SECOND
     second, milli = divmod(ms, 1000)
     last = _LAST_SECOND
     if last[0] != second:
         # ``2026-11-30T07:08:38``: the text up to the second, once a second.
-        last = (second, moment.isoformat(timespec="seconds")[:-6])
+        last = (second, _FROM_TIMESTAMP(second, dt.UTC).isoformat()[:-6])
         _LAST_SECOND = last
-    _LAST_NOW = (ms, moment)
     # The same text as `isoformat(timespec="milliseconds")`, at a fifth of its cost.
-    _LAST_ISO = (moment, f"{last[1]}.{milli:03d}Z")
-    return moment
+    text = f"{last[1]}.{milli:03d}Z"
+    _LAST_TEXT = (ms, text)
+    return text
 
 
 _FROM_TIMESTAMP: Final = dt.datetime.fromtimestamp
+#: The last `utc_now`: its milliseconds since the epoch and its value (one tuple, replaced in
+#: one assignment, so that threads may share it).
 _LAST_NOW: tuple[int, dt.datetime] = (-1, dt.datetime(1970, 1, 1, tzinfo=dt.UTC))
-#: The ISO text of the last `utc_now` (by identity: `iso` of that very value).
-_LAST_ISO: tuple[dt.datetime, str] = (_LAST_NOW[1], "1970-01-01T00:00:00.000Z")
-#: The last `utc_now`'s whole second (since the epoch) and its ISO text up to the second.
+#: The last text `now_iso` or `iso` made from the clock, and its milliseconds.
+_LAST_TEXT: tuple[int, str] = (-1, "")
+#: The last clock text's whole second (since the epoch) and its ISO text up to the second.
 _LAST_SECOND: tuple[int, str] = (-1, "")
 
 
 def now_iso() -> str:
-    """``iso(utc_now())`` in one call (ten events a cycle are timed with it)."""
+    """``iso(utc_now())`` in one call (ten events a cycle are timed with it), without making
+    the datetime."""
     ms = time.time_ns() // 1_000_000
-    last = _LAST_NOW
-    moment = last[1] if last[0] == ms else _remember_now(ms)
-    text = _LAST_ISO
-    if moment is text[0]:
-        return text[1]
-    return iso(moment)
+    last = _LAST_TEXT
+    if last[0] == ms:
+        return last[1]
+    return _text_of(ms)
 
 
 def iso(moment: dt.datetime) -> str:
     """``2026-11-30T07:08:38.123Z``: ISO 8601 in UTC with ``Z``."""
-    last = _LAST_ISO
-    if moment is last[0]:
-        return last[1]
+    now = _LAST_NOW
+    if moment is now[1]:  # the last `utc_now` (by identity): its milliseconds' text
+        last = _LAST_TEXT
+        return last[1] if last[0] == now[0] else _text_of(now[0])
     if moment.tzinfo is not dt.UTC:
         moment = moment.astimezone(dt.UTC)
     # ``...:38.123+00:00``; `isoformat` costs a third of `strftime`.
