@@ -192,16 +192,19 @@ def _callgrind(
 
 
 def measure(
-    src: Path, mode: str, warmup: int, cycles: int, cluster: Any = None
-) -> tuple[float, float]:
+    src: Path, mode: str, warmup: int, cycles: int, cluster: Any = None, *, loop_only: bool = False
+) -> tuple[float, float | None]:
     """Instructions per cycle of the event loop's thread and of every thread, for `src`: the
     loop's from the measured part of a run; every thread's as the difference between that run
-    and one without the measured cycles (the other threads' counts are written only at exit)."""
+    and one without the measured cycles (the other threads' counts are written only at exit).
+    With `loop_only`, the loop's alone, from the one run (every thread's is None)."""
     full = _callgrind(src, mode, warmup, cycles, cluster)
-    base = _callgrind(src, mode, warmup, 0, cluster)
     measured = [count for name, count in full.items() if name.startswith("2-")]
     if not measured:
         raise SystemExit(f"callgrind wrote no measured part for {src}: {sorted(full)}")
+    if loop_only:
+        return measured[0] / cycles, None
+    base = _callgrind(src, mode, warmup, 0, cluster)
     return measured[0] / cycles, (sum(full.values()) - sum(base.values())) / cycles
 
 
@@ -222,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         "--postgres",
         action="store_true",
         help="asgi mode on PostgreSQL (a throwaway cluster, fsync off): the server's side only",
+    )
+    parser.add_argument(
+        "--loop-only",
+        action="store_true",
+        help="the event loop thread's count only: one callgrind run a tree, not two",
     )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -247,25 +255,23 @@ def main(argv: list[str] | None = None) -> int:
         from _pg import start_cluster
 
         cluster = start_cluster()
-    results: dict[str, tuple[float, float]] = {}
+    results: dict[str, tuple[float, float | None]] = {}
     try:
         for name, src in trees:
-            results[name] = measure(src, args.mode, args.warmup, args.cycles, cluster)
+            results[name] = measure(
+                src, args.mode, args.warmup, args.cycles, cluster, loop_only=args.loop_only
+            )
     finally:
         if cluster is not None:
             cluster.stop()
     for name, src in trees:
         loop_ir, all_ir = results[name]
-        print(
-            f"  {name:6} {src}: event loop thread {loop_ir / 1000:,.0f} k, "
-            f"every thread {all_ir / 1000:,.0f} k"
-        )
+        every = "" if all_ir is None else f", every thread {all_ir / 1000:,.0f} k"
+        print(f"  {name:6} {src}: event loop thread {loop_ir / 1000:,.0f} k{every}")
     if "before" in results:
         (a_loop, a_all), (b_loop, b_all) = results["after"], results["before"]
-        print(
-            f"  after / before: event loop thread {a_loop / b_loop:.3f}, "
-            f"every thread {a_all / b_all:.3f}"
-        )
+        every = "" if a_all is None or b_all is None else f", every thread {a_all / b_all:.3f}"
+        print(f"  after / before: event loop thread {a_loop / b_loop:.3f}{every}")
     return 0
 
 
