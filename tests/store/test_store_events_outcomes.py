@@ -191,10 +191,17 @@ def test_which_errors_leave_the_commit_unknown() -> None:
     assert not may_have_committed(ValueError("call_x"))
 
 
-def _held(db: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
-    """`db`'s writes wait for the first event (set by the test) once the second (set here)
-    says that one is under way, then run."""
+async def _held_apply(
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    history_id: str,
+    event: UserEvent,
+    expected_version: int = 1,
+) -> tuple[asyncio.Event, asyncio.Task[Any]]:
+    """A write of `history_id` with `event`, under way (its events carried) and held until
+    the event returned is set; and its task."""
     go, waiting = asyncio.Event(), asyncio.Event()
+    db = store.histories._db
     write = db.write
 
     async def held_write(*args: Any, **kwargs: Any) -> Any:
@@ -203,7 +210,12 @@ def _held(db: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyn
         return await write(*args, **kwargs)
 
     monkeypatch.setattr(db, "write", held_write)
-    return go, waiting
+    change = HistoryChange(title="held", events=[event])
+    task = asyncio.create_task(
+        store.histories.apply(history_id, change, expected_version=expected_version)
+    )
+    await waiting.wait()
+    return go, task
 
 
 def _idle(bus: Any) -> bool:
@@ -215,15 +227,9 @@ async def test_close_waits_for_a_write_carrying_events_and_sends_what_it_gives_b
 ) -> None:
     async with listening_stores(postgres_cluster, tmp_path) as (one, two):
         history = await one.histories.create("alice", agent="demo")
-        go, waiting = _held(one.histories._db, monkeypatch)
         async with two.events.subscribe("alice") as heard:
             renamed = _event(history.id, title="Trip")
-            write = asyncio.create_task(
-                one.histories.apply(
-                    history.id, HistoryChange(title="Trip", events=[renamed]), expected_version=1
-                )
-            )
-            await waiting.wait()
+            go, write = await _held_apply(one, monkeypatch, history.id, renamed)
             # Published while the write carries its history's events: it waits for it.
             behind = _event(history.id, "turn.finished", turnId="t1")
             await one.events.publish(behind)
@@ -247,18 +253,12 @@ async def test_a_write_that_settles_after_close_starts_no_task(
     async with listening_stores(postgres_cluster, tmp_path) as (one, two):
         history = await one.histories.create("alice", agent="demo")
         other = await one.histories.create("alice", agent="demo")
-        go, waiting = _held(one.histories._db, monkeypatch)
         own = one.events.open("alice")
         async with two.events.subscribe("alice") as heard:
             earlier = _event(other.id, "turn.started", turnId="t1")
             await one.events.publish(earlier)  # taken by the write, given back when it fails
             lost = _event(history.id, title="lost")
-            write = asyncio.create_task(
-                one.histories.apply(
-                    history.id, HistoryChange(title="lost", events=[lost]), expected_version=7
-                )
-            )
-            await waiting.wait()
+            go, write = await _held_apply(one, monkeypatch, history.id, lost, expected_version=7)
             await one.events.close()  # does not wait for the write past its time
             caplog.set_level("DEBUG", logger="handrail.events")
             go.set()
@@ -367,15 +367,7 @@ async def test_a_close_that_is_cancelled_stops_listening_and_sending(
 ) -> None:
     async with listening_stores(postgres_cluster, tmp_path) as (one, _two):
         history = await one.histories.create("alice", agent="demo")
-        go, waiting = _held(one.histories._db, monkeypatch)
-        write = asyncio.create_task(
-            one.histories.apply(
-                history.id,
-                HistoryChange(title="x", events=[_event(history.id)]),
-                expected_version=1,
-            )
-        )
-        await waiting.wait()
+        go, write = await _held_apply(one, monkeypatch, history.id, _event(history.id))
         listener = one.events._listener
         assert listener is not None
         closing = asyncio.create_task(one.events.close())
