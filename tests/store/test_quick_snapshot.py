@@ -256,3 +256,57 @@ async def test_a_turns_reads_of_a_long_history_leave_the_loop(
         assert on_loop == [count <= QUICK_ROWS] * 2
     finally:
         await store.close()
+
+
+def _outside(connection: Connection, seen: list[tuple[str, bool]]) -> list[str]:
+    """A one-statement read on the driver; notes its thread and whether a transaction was open
+    around it."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    seen.append((threading.current_thread().name, driver.in_transaction))
+    return [v for (v,) in driver.execute("SELECT v FROM t ORDER BY id").fetchall()]
+
+
+async def test_a_quick_read_runs_without_a_transaction_where_a_quick_snapshot_would(
+    db: Database,
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    await db.quick_snapshot(_read, [])  # opens the loop's connection
+    assert await db.quick_read(_outside, seen) == ["one", "two"]
+    assert seen[-1] == (threading.current_thread().name, False)
+    writing, go = await _write_in_flight(db)
+    try:
+        reading = asyncio.ensure_future(db.quick_read(_outside, seen))
+        await asyncio.sleep(0.05)
+        assert not reading.done()  # it waits for the write's commit
+    finally:
+        go.set()
+    await writing
+    assert await reading == ["uno", "two"]
+    assert seen[-1] == ("handrail-sqlite-writer", False)
+
+
+async def test_a_quick_read_through_sqlalchemy_leaves_no_transaction_open(db: Database) -> None:
+    await db.quick_snapshot(_read, [])
+    open_after: list[bool] = []
+
+    def read(connection: Connection) -> list[str]:
+        rows = _read(connection, [])  # `Connection.execute`: SQLAlchemy begins a transaction
+        driver = connection.connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        open_after.append(driver.in_transaction)
+        return rows
+
+    assert await db.quick_read(read) == ["one", "two"]
+    assert open_after == [True]
+    assert db._here is not None
+    _, connection, driver = db._here
+    assert not driver.in_transaction
+    assert not connection.in_transaction()
+    # Another process's commit is seen: no snapshot was left behind.
+    other = sqlite3.connect(db.url.database or "", isolation_level=None)
+    try:
+        other.execute("UPDATE t SET v = 'uno' WHERE id = 1")
+    finally:
+        other.close()
+    assert await db.quick_read(read) == ["uno", "two"]

@@ -253,11 +253,10 @@ class Store:
 
     async def turn_unchanged(self, history_id: str, version: int) -> bool:
         """Whether `load_turn` would give the history at `version` with no lease and no
-        confirmation ``consumed`` or ``uncertain``, in one statement: the check of a copy of
-        the history this process wrote (the runtime's `LastCommits`)."""
-        if self.db.backend == "postgresql":
-            return await self.db.read(_turn_unchanged, history_id, version)
-        return await self.db.quick_snapshot(_turn_unchanged, history_id, version)
+        confirmation ``consumed`` or ``uncertain``, in one statement (so without a transaction:
+        it reads one committed state): the check of a copy of the history this process wrote
+        (the runtime's `LastCommits`)."""
+        return await self.db.quick_read(_turn_unchanged, history_id, version)
 
     async def close(self) -> None:
         await self.events.close()

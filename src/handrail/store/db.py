@@ -359,6 +359,12 @@ def _roll_back(connection: Connection, driver: sqlite3.Connection) -> None:
         driver.rollback()
 
 
+#: How a quick read runs (`Database._read_here`): in one read transaction, or each statement
+#: on its own.
+_SNAPSHOT: Final = "snapshot"
+_STATEMENTS: Final = "statements"
+
+
 def _busy(error: BaseException) -> bool:
     """Whether `error` (or the ``sqlite3`` error SQLAlchemy wrapped in it) is SQLite's "the
     database is locked" or "busy"."""
@@ -574,6 +580,27 @@ class Database:
         _commit(connection, driver)
         return result
 
+    def _read_here(
+        self,
+        connection: Connection,
+        driver: sqlite3.Connection,
+        kind: str,
+        work: Callable[..., T],
+        args: tuple[Any, ...],
+    ) -> T:
+        """A quick read's `work` on `connection`: for `_SNAPSHOT` in a read transaction, for
+        `_STATEMENTS` in none (each statement in SQLite's own; a transaction SQLAlchemy
+        began for a `Connection.execute` is ended after it)."""
+        if kind == _SNAPSHOT:
+            return self._transaction(connection, driver, False, work, args)
+        if driver.in_transaction:  # left open by a rollback that failed: never committed
+            _roll_back(connection, driver)
+        try:
+            return work(connection, *args)
+        finally:
+            if driver.in_transaction:
+                _roll_back(connection, driver)
+
     def _write_alone(self, work: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
         try:
             return self._in_transaction(True, work, args), None
@@ -581,15 +608,15 @@ class Database:
             return None, exc
 
     def _read_on_writer(
-        self, work: Callable[..., Any], args: tuple[Any, ...]
+        self, work: Callable[..., Any], args: tuple[Any, ...], kind: str
     ) -> tuple[Any, BaseException | None]:
-        """On the writer thread, between its commits: a `quick_snapshot`'s read, in a read
-        transaction of the writer's connection; its (result, error), `_ELSEWHERE` for a read
-        that found more than it should read there (`check_here`)."""
+        """On the writer thread, between its commits: a quick read (`kind` is `_SNAPSHOT` or
+        `_STATEMENTS`, see `Database._read_here`) on the writer's connection; its (result, error),
+        `_ELSEWHERE` for a read that found more than it should read there (`check_here`)."""
         connection, driver = self._connection()
         connection.info[_HERE] = True
         try:
-            return self._transaction(connection, driver, False, work, args), None
+            return self._read_here(connection, driver, kind, work, args), None
         except NotHere:
             return _ELSEWHERE, None
         except BaseException as exc:  # handed to the caller, never lost
@@ -665,13 +692,25 @@ class Database:
         reader thread, so neither the loop's part nor the writer's grows with the data. A read
         runs again without harm: it changes nothing. Elsewhere (PostgreSQL, an in-memory
         SQLite database) it is `snapshot`."""
-        bound = _bound(work, kwargs)
+        return await self._quick(_SNAPSHOT, _bound(work, kwargs), args)
+
+    async def quick_read(self, work: Work[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """A `read` where `quick_snapshot` would run it, without a transaction on SQLite: each
+        statement is its own (in WAL mode one statement reads one committed state), so a work
+        of one statement sees what a snapshot would, without the BEGIN and COMMIT. Elsewhere
+        it is `read`."""
+        if self._pg is not None:
+            return await self.read(work, *args, **kwargs)
+        return await self._quick(_STATEMENTS, _bound(work, kwargs), args)
+
+    async def _quick(self, kind: str, bound: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """`quick_snapshot` (`kind` `_SNAPSHOT`) or `quick_read` (`_STATEMENTS`)."""
         writer = self._writer
         if writer is None or self._executor is None:
             return await self._run(self._snapshot, False, bound, args)
         if not writer.idle:
             try:
-                result = await writer.run(bound, args, False, read=True)
+                result = await writer.run(bound, args, False, read=kind)
             except Exception as exc:
                 without_values(exc)
                 raise
@@ -686,7 +725,7 @@ class Database:
         if owner != loop_thread:  # another event loop's thread: the database has one for one
             return await self._run(self._snapshot, False, bound, args)
         try:
-            return self._transaction(connection, driver, False, bound, args)
+            return self._read_here(connection, driver, kind, bound, args)
         except NotHere:
             pass
         except Exception as exc:

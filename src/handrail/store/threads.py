@@ -99,15 +99,16 @@ class Writer:
     and gives the writes to `run_group`, which commits them together and returns each one's
     outcome (a result or an error). Every caller is answered after the group's commit. A call
     made `alone` (migrations) gets a transaction of its own. A `read` taken with the group runs
-    after its commit (`run_read`, its outcome likewise), so a read sent while the thread is
-    busy costs no thread a wake-up (see `Database.quick_snapshot`).
+    after its commit (`run_read`, given the read's `read` value, its outcome likewise), so a
+    read sent while the thread is busy costs no thread a wake-up (see
+    `Database.quick_snapshot`).
     """
 
     def __init__(
         self,
         name: str,
         run_group: Callable[[list[tuple[Callable[..., Any], tuple[Any, ...]]]], list[Any]],
-        run_read: Callable[[Callable[..., Any], tuple[Any, ...]], tuple[Any, Any]],
+        run_read: Callable[[Callable[..., Any], tuple[Any, ...], Any], tuple[Any, Any]],
     ) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._run_group = run_group
@@ -120,8 +121,10 @@ class Writer:
         self._thread.start()
 
     def run(
-        self, function: Callable[..., T], args: tuple[Any, ...], alone: bool, read: bool = False
+        self, function: Callable[..., T], args: tuple[Any, ...], alone: bool, read: Any = None
     ) -> Any:
+        """Queue `function(*args)`: a write, or with `read` (anything true, handed to
+        `run_read`) a read after the group's commit; a future of the caller's loop."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._sent += 1
@@ -161,7 +164,8 @@ class Writer:
                     outcomes = [(None, exc)] * len(group)
                 self._answer(group, outcomes)
             if reads:
-                self._answer(reads, [self._run_read(f, args) for _, _, f, args, *_ in reads])
+                run_read = self._run_read
+                self._answer(reads, [run_read(f, args, kind) for _, _, f, args, _, kind in reads])
 
     def _answer(self, jobs: list[Any], outcomes: list[tuple[Any, Any]]) -> None:
         """Settle the futures of `jobs` with their `outcomes`, in order: one
