@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import Connection, bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
+import handrail.store.prepared as prepared
 from handrail.store import Database, Store
 from handrail.store.db import all_rows, first_row
 from handrail.store.prepared import Prepared
@@ -156,3 +157,25 @@ async def test_prepared_plans_go_with_their_database(tmp_path: Path) -> None:
     del db
     gc.collect()
     assert dialect() is None
+
+
+async def test_a_databases_sqlite_connections_run_statements_directly_until_it_closes(
+    tmp_path: Path,
+) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    await db.migrate()
+    await db.write(_INSERT.run, _history("d" * 24))
+    assert await db.read(_GET.first, {"history_id": "d" * 24}) is not None
+    kept = list(db._kept)
+    assert kept
+    assert all(prepared._DIRECT_SQLITE.get(c) is c.connection.driver_connection for c in kept)
+    await db.close()
+    assert not any(c in prepared._DIRECT_SQLITE for c in kept)
+
+
+async def test_with_echo_no_connection_runs_statements_directly(tmp_path: Path) -> None:
+    async with Database(f"sqlite:///{tmp_path / 'x.db'}", echo=True) as db:
+        await db.migrate()
+        assert await db.read(_GET.first, {"history_id": "e" * 24}) is None
+        assert db._kept
+        assert not any(c in prepared._DIRECT_SQLITE for c in db._kept)

@@ -62,6 +62,7 @@ from sqlalchemy.sql.base import Executable
 from handrail.errors import ConfigError
 from handrail.store.greenlets import spawn
 from handrail.store.kept import Kept, in_transaction, roll_back_after
+from handrail.store.prepared import drop_direct, keep_direct
 from handrail.store.threads import Workers, Writer
 
 __all__ = [
@@ -533,14 +534,23 @@ class Database:
         local = self._local
         connection: Connection | None = getattr(local, "connection", None)
         if connection is None or connection.closed or connection.invalidated:
+            if connection is not None:
+                drop_direct(connection)
             assert isinstance(self.engine, Engine)
             connection = self.engine.connect()
             driver = connection.connection.driver_connection
             assert isinstance(driver, sqlite3.Connection)
             local.connection, local.driver = connection, driver
-            with self._kept_lock:
-                self._kept.append(connection)
+            self._keep(connection, driver)
         return connection, local.driver
+
+    def _keep(self, connection: Connection, driver: sqlite3.Connection) -> None:
+        """Keep `connection` (of a SQLite thread or the loop's) until `close`; its statements
+        run on `driver` directly (`keep_direct`) unless SQLAlchemy's log is to show them."""
+        with self._kept_lock:
+            self._kept.append(connection)
+        if not self._echo:
+            keep_direct(connection, driver)
 
     def _begin(self, connection: Connection, driver: sqlite3.Connection, writes: bool) -> None:
         """Begin a transaction on `connection`: ``BEGIN IMMEDIATE`` for `writes`, else
@@ -757,9 +767,9 @@ class Database:
                     opened.close()
                     raise
                 opened.info[_HERE] = True
-                with self._kept_lock:
-                    self._kept.append(opened)
+                self._keep(opened, driver)
                 if here is not None:
+                    drop_direct(here[1])
                     with contextlib.suppress(Exception):
                         here[1].close()
                 self._here = (loop_thread, opened, driver)
@@ -806,6 +816,7 @@ class Database:
         with self._kept_lock:
             kept, self._kept = self._kept, []
         for connection in kept:
+            drop_direct(connection)
             connection.close()
         self.engine.dispose()
 

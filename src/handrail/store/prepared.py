@@ -42,11 +42,38 @@ from sqlalchemy.util import await_
 
 from handrail.store._types import UTCDateTime, json_text, sqlite_utc_text
 
-__all__ = ["AtLeastOne", "FromHead", "Head", "Notify", "Prepared", "batched", "folds"]
+__all__ = [
+    "AtLeastOne",
+    "FromHead",
+    "Head",
+    "Notify",
+    "Prepared",
+    "batched",
+    "drop_direct",
+    "folds",
+    "keep_direct",
+]
 
 Params = Mapping[str, Any]
 Statement = Select[Any] | Insert | Update | Delete
 Processor = Callable[[Any], Any] | None
+
+
+#: The ``sqlite3`` connection under each SQLAlchemy connection that runs statements on it
+#: directly (`keep_direct`): a statement finds it in one look-up, where SQLAlchemy's
+#: ``Connection.connection.driver_connection`` and ``engine.echo`` cost several properties.
+_DIRECT_SQLITE: dict[Connection, sqlite3.Connection] = {}
+
+
+def keep_direct(connection: Connection, driver: sqlite3.Connection) -> None:
+    """Note that `connection` (of an engine without ``echo``) runs on `driver`, the ``sqlite3``
+    connection under it, until `drop_direct`."""
+    _DIRECT_SQLITE[connection] = driver
+
+
+def drop_direct(connection: Connection) -> None:
+    """Forget `connection` (`keep_direct`): for one closed or given up."""
+    _DIRECT_SQLITE.pop(connection, None)
 
 
 #: A parameter the caller must give (a `bindparam` without a value).
@@ -623,7 +650,7 @@ class Prepared:
         `beside_inserts` it may go with inserts into its own table, whose rows it then does
         not see: for a caller that gave those rows their final values itself."""
         if (direct := self._on_sqlite(connection)) is not None:
-            count = _run_on_sqlite(connection, direct, params)
+            count = _run_on_sqlite(direct, params)
             if check is not None:
                 check(count)
             return
@@ -706,31 +733,33 @@ class Prepared:
             plans[self] = plan  # a race only compiles twice
         return plan
 
-    def _on_sqlite(self, connection: Connection) -> _Plan | None:
-        """The plan, when `connection` runs it on ``sqlite3`` directly (no ``echo``; SQLite never
-        batches, see `folds`), else None."""
-        dialect = connection.dialect
-        if dialect.driver != "pysqlite" or connection.engine.echo:
-            return None
-        return self._plan(dialect)
+    def _on_sqlite(self, connection: Connection) -> tuple[_Plan, sqlite3.Connection] | None:
+        """The plan and the ``sqlite3`` connection, when `connection` runs it on ``sqlite3``
+        directly (no ``echo``; SQLite never batches, see `folds`), else None."""
+        driver = _DIRECT_SQLITE.get(connection)
+        if driver is None:
+            if connection.dialect.driver != "pysqlite" or connection.engine.echo:
+                return None
+            driver = _sqlite_driver(connection)
+        plan = self._plan(connection.dialect)
+        return None if plan is None else (plan, driver)
 
     def _cursor(self, connection: Connection) -> Any:
         """A DBAPI cursor inside the transaction the store began: ``sqlite3``'s own, or (for
         `run`'s lists) SQLAlchemy's asyncpg adapter's (which starts the transaction on its
         first statement, as `Connection.execute` would)."""
         if connection.dialect.driver == "pysqlite":
-            driver = connection.connection.driver_connection
-            assert isinstance(driver, sqlite3.Connection)
-            return driver.cursor()
+            return _sqlite_driver(connection).cursor()
         return _adapter_cursor(connection)
 
     def all(self, connection: Connection, params: Params) -> list[dict[str, Any]]:
         """Every row the statement gives."""
         if (direct := self._on_sqlite(connection)) is not None:
-            cursor = _sqlite_cursor(connection)
+            direct_plan, driver = direct
+            cursor = driver.cursor()
             try:
-                cursor.execute(direct.sql, direct.positional(params))
-                return direct.rows(cursor.fetchall())
+                cursor.execute(direct_plan.sql, direct_plan.positional(params))
+                return direct_plan.rows(cursor.fetchall())
             finally:
                 cursor.close()
         if (batch := _BATCHES.get(connection)) is not None:
@@ -756,7 +785,7 @@ class Prepared:
         """Run a statement that gives no rows, once or (with a list) once per parameter set;
         how many rows it changed."""
         if (direct := self._on_sqlite(connection)) is not None:
-            return _run_on_sqlite(connection, direct, params)
+            return _run_on_sqlite(direct, params)
         if (batch := _BATCHES.get(connection)) is not None:
             _flush(connection, batch)
         plan = None if connection.engine.echo else self._plan(connection.dialect)
@@ -782,15 +811,19 @@ class Prepared:
             cursor.close()
 
 
-def _sqlite_cursor(connection: Connection) -> sqlite3.Cursor:
+def _sqlite_driver(connection: Connection) -> sqlite3.Connection:
     driver = connection.connection.driver_connection
     assert isinstance(driver, sqlite3.Connection)
-    return driver.cursor()
+    return driver
 
 
-def _run_on_sqlite(connection: Connection, plan: _Plan, params: Params | Sequence[Params]) -> int:
-    """`Prepared.run` on ``sqlite3``: its errors are raised as they are."""
-    cursor = _sqlite_cursor(connection)
+def _run_on_sqlite(
+    direct: tuple[_Plan, sqlite3.Connection], params: Params | Sequence[Params]
+) -> int:
+    """`Prepared.run` on ``sqlite3`` (the plan and the connection): its errors are raised as
+    they are."""
+    plan, driver = direct
+    cursor = driver.cursor()
     try:
         if params.__class__ is dict or isinstance(params, Mapping):
             cursor.execute(plan.sql, plan.positional(params))
