@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import Connection, text
@@ -17,6 +18,8 @@ from sqlalchemy import Connection, text
 import handrail.store.histories as histories
 from handrail.store import Database, HistoryChange, Store, StoredRow
 from handrail.store.db import QUICK_ROWS, check_here
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -66,6 +69,21 @@ async def _write_in_flight(db: Database) -> tuple[asyncio.Future[None], threadin
     return writing, go
 
 
+async def _after(
+    writing: asyncio.Future[None], go: threading.Event, read: Coroutine[Any, Any, T]
+) -> T:
+    """`read` sent while the write `writing` is held: it waits for the write's commit (checked
+    before `go` lets the write go on); its result."""
+    try:
+        reading = asyncio.ensure_future(read)
+        await asyncio.sleep(0.05)
+        assert not reading.done()  # it waits for the write's commit
+    finally:
+        go.set()
+    await writing
+    return await reading
+
+
 async def test_a_quick_read_runs_on_the_writer_thread_after_the_write_in_flight(
     db: Database,
 ) -> None:
@@ -79,14 +97,7 @@ async def test_a_quick_read_runs_on_the_writer_thread_after_the_write_in_flight(
         names.append(threading.current_thread().name)
         return _read(connection, threads)
 
-    try:
-        reading = asyncio.ensure_future(db.quick_snapshot(read))
-        await asyncio.sleep(0.05)
-        assert not reading.done()  # it waits for the write's commit
-    finally:
-        go.set()
-    await writing
-    assert await reading == ["uno", "two"]
+    assert await _after(writing, go, db.quick_snapshot(read)) == ["uno", "two"]
     assert names == ["handrail-sqlite-writer"]
     await db.quick_snapshot(_read, threads)
     assert threads[-1] == loop_thread
@@ -275,14 +286,7 @@ async def test_a_quick_read_runs_without_a_transaction_where_a_quick_snapshot_wo
     assert await db.quick_read(_outside, seen) == ["one", "two"]
     assert seen[-1] == (threading.current_thread().name, False)
     writing, go = await _write_in_flight(db)
-    try:
-        reading = asyncio.ensure_future(db.quick_read(_outside, seen))
-        await asyncio.sleep(0.05)
-        assert not reading.done()  # it waits for the write's commit
-    finally:
-        go.set()
-    await writing
-    assert await reading == ["uno", "two"]
+    assert await _after(writing, go, db.quick_read(_outside, seen)) == ["uno", "two"]
     assert seen[-1] == ("handrail-sqlite-writer", False)
 
 
