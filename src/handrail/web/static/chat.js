@@ -87,6 +87,8 @@ export function chatPage(main, ctx) {
     // say: its progress, and whether Stop was pressed.
     running: false,
     stopping: false,
+    // What the progress line shows now (a turn.progress event's data).
+    progress: null,
     // Turns this tab streams itself: their turn.finished events need no reload.
     ownTurns: 0,
   };
@@ -439,7 +441,11 @@ export function chatPage(main, ctx) {
     if ("text" in event) streamText(event.text);
     else if (event.toolCall) {
       toolCall(event.toolCall);
-      if (!state.stopping) showProgress({ phase: "tool", toolName: event.toolCall.toolName });
+      // The turn.progress event of this call may have come first with the tool's title: the
+      // stream's call (which carries none) keeps it.
+      const call = event.toolCall;
+      const heard = state.progress && state.progress.toolCallId === call.toolCallId ? state.progress : null;
+      if (!state.stopping) showProgress({ phase: "tool", toolName: call.toolName, toolTitle: heard && heard.toolTitle, toolCallId: call.toolCallId });
     } else if (event.toolResult) {
       toolResult(event.toolResult);
       if (!state.stopping) showProgress({ phase: "thinking" });
@@ -478,6 +484,7 @@ export function chatPage(main, ctx) {
 
   function showProgress(data) {
     state.running = true;
+    state.progress = data || null;
     if (data && data.phase === "stopping") state.stopping = true;
     progressLine.textContent = state.stopping ? "Stopping…" : progressText(data);
     stopButton.disabled = state.stopping || state.readOnly;
