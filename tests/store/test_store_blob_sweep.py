@@ -367,3 +367,15 @@ async def test_a_sweep_makes_no_folder(store: Store) -> None:
     assert not folder(store).exists()
     await store.files.create("u1", "a.txt", "text/plain", b"a")
     assert len(registrations(store)) == 1
+
+
+async def test_files_that_are_no_upload_s_bytes_stay(store: Store) -> None:
+    """A blob folder set to a folder that holds other files (the database beside it, a config,
+    another program's data): the sweep removes only names an upload's key takes, never these,
+    however old."""
+    await store.files.create("u1", "kept.pdf", "application/pdf", PAYLOAD)  # registers
+    others = ["handrail.db", "handrail.yaml", "notes.txt", "A" * 24, "a" * 23, "a" * 25]
+    for name in others:
+        (folder(store) / name).write_bytes(b"not an upload")
+    assert await store.files.sweep_blobs(later()) == []
+    assert set(others) <= blob_names(store)

@@ -13,7 +13,7 @@ closes uploaded files), with one wrapper around `send`:
 - an error raised from the database's connection lost (`handrail.store.connection_lost`: it
   restarted or failed over) is logged as a warning and answered with a 503 ``Database
   unavailable`` and ``Retry-After: 1``: the store opens new connections, so sending the
-  request again works;
+  request again works (a connection lost during the commit may have saved the change);
 - anything else is logged with its traceback and the request id and answered with a 500
   ``Internal Server Error`` that says nothing of the exception (when a response had already
   started, the response ends where it is).
@@ -141,8 +141,8 @@ class Edge:
         except Exception as exc:
             if connection_lost(exc):
                 # The database restarted or failed over: the store opens new connections, so
-                # the client may send the request again (a transaction that failed wrote
-                # nothing).
+                # the client may send the request again (reading first: a connection lost
+                # during the commit may have saved it).
                 log.warning(
                     "%s %s (request %s) lost its database connection: %s",
                     scope.get("method"),

@@ -38,6 +38,10 @@ __all__ = [
 ]
 
 _KEY: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+#: The names the sweep may remove: an upload's key as `FileRepo.create` makes it (`new_id`: 24
+#: lowercase hex characters). Anything else in the folder (a database file set beside it, a
+#: config, another program's files) is never touched, whatever its age.
+_SWEPT_KEY: Final = re.compile(r"[0-9a-f]{24}")
 #: The start of a put's temporary file's name, and of a database's registration's.
 TEMP_PREFIX: Final = ".tmp-"
 REGISTERED_PREFIX: Final = ".database-"
@@ -179,7 +183,7 @@ class LocalBlobStore:
             (
                 name
                 for name in _names(self.root)
-                if name > after and _KEY.fullmatch(name) is not None
+                if name > after and _SWEPT_KEY.fullmatch(name) is not None
             ),
         )
         listed: list[BlobEntry] = []
