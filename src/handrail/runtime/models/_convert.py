@@ -207,17 +207,29 @@ async def guarded_stream(
     *,
     model_name: str,
     close: Callable[[], Awaitable[None]],
+    lost: tuple[type[Exception], type[Exception]] | None = None,
 ) -> AsyncGenerator[T, None]:
     """`items` with the SDK's `errors` turned into `to_error(exc)` and anything else the stream
-    raises into a `ModelError` that it was malformed or cut off; `close` runs at the end."""
+    raises into a `ModelError` that it was malformed or cut off; `close` runs at the end.
+
+    `lost` is the SDK's connection error and its timeout (a kind of it): a connection error
+    that is not a timeout, raised once the stream had started, is the stream cut off too (the
+    ``anthropic`` SDK, 2.17 here, wraps the transport's read error in it; "could not connect"
+    would tell the person something else)."""
     try:
         async for item in items:
             yield item
     except errors as exc:
+        if lost is not None and isinstance(exc, lost[0]) and not isinstance(exc, lost[1]):
+            raise _cut_off(model_name, exc) from exc
         raise to_error(exc) from exc
     except Exception as exc:
-        raise ModelError(
-            f"Model {model_name}: the stream was malformed or cut off ({type(exc).__name__})."
-        ) from exc
+        raise _cut_off(model_name, exc) from exc
     finally:
         await close()
+
+
+def _cut_off(model_name: str, exc: Exception) -> ModelError:
+    return ModelError(
+        f"Model {model_name}: the stream was malformed or cut off ({type(exc).__name__})."
+    )

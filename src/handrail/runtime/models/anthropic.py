@@ -311,6 +311,7 @@ class AnthropicModel:
             self._error,
             model_name=self.name,
             close=sdk_stream.close,
+            lost=(anthropic.APIConnectionError, anthropic.APITimeoutError),
         )
 
     def _secrets(self) -> tuple[str | None, ...]:

@@ -307,6 +307,7 @@ class OpenAIModel:
             self._error,
             model_name=self.name,
             close=sdk_stream.close,
+            lost=(openai.APIConnectionError, openai.APITimeoutError),
         )
 
     def _secrets(self) -> tuple[str | None, ...]:
