@@ -1,5 +1,5 @@
-"""SQLite group commit: write transactions that queue up together share one commit, each in its
-own savepoint, so one that fails is rolled back alone and no caller hears of success before
+"""SQLite group commit: write transactions that queue up together share one commit; one that
+fails is left out (the others run again without it) and no caller hears of success before
 the commit."""
 
 from __future__ import annotations
@@ -117,6 +117,61 @@ async def test_a_failing_write_is_rolled_back_alone(db: tuple[Database, list[str
     assert results[3] == 3
     assert seen.count("COMMIT") == 2
     assert await database.read(_rows) == {0: "first", 1: "a", 3: "c"}
+
+
+def _counted_insert(connection: Connection, key: int, runs: list[int]) -> int:
+    runs.append(key)
+    return _insert(connection, key, f"v{key}")
+
+
+async def test_the_writes_beside_a_failing_one_run_again_and_commit_together(
+    db: tuple[Database, list[str]],
+) -> None:
+    database, seen = db
+    runs: list[int] = []
+    results = await _queued(
+        database,
+        (_counted_insert, 1, runs),
+        (_insert_then_fail, 2),
+        (_counted_insert, 3, runs),
+        (_insert_then_fail, 4),
+        (_counted_insert, 5, runs),
+    )
+    assert [results[0], results[2], results[4]] == [1, 3, 5]
+    assert [str(results[1]), str(results[3])] == [
+        "work 2 failed after its insert",
+        "work 4 failed after its insert",
+    ]
+    # Each failure rolled the group back; the writes left ran again, the last try committed
+    # all of them at once (the held write's commit first). A failing write never runs twice.
+    assert runs == [1, 1, 3, 1, 3, 5]
+    assert seen == ["BEGIN", "COMMIT", "BEGIN", "BEGIN", "BEGIN", "COMMIT"]
+    assert await database.read(_rows) == {0: "first", 1: "v1", 3: "v3", 5: "v5"}
+
+
+async def test_a_group_runs_no_savepoint(tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 's.db'}", synchronous="FULL")
+    statements: list[str] = []
+
+    @event.listens_for(database.engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(statements.append)
+
+    try:
+        await database.write(_create)
+        statements.clear()
+        await _queued(database, (_insert, 1, "a"), (_insert_then_fail, 2), (_insert, 3, "c"))
+    finally:
+        await database.close()
+    words = [s.split()[0] for s in statements]
+    assert "SAVEPOINT" not in words
+    assert "RELEASE" not in words
+    # The held write; the group's try that failed; the try that committed.
+    assert words == [
+        *("BEGIN", "INSERT", "COMMIT"),
+        *("BEGIN", "INSERT", "INSERT", "ROLLBACK"),
+        *("BEGIN", "INSERT", "INSERT", "COMMIT"),
+    ]
 
 
 def _end_transaction_then_fail(connection: Connection) -> None:
