@@ -47,7 +47,7 @@ schemas: venv
 # events.py, load.py and reliability.py start a throwaway PostgreSQL cluster as the tests do, so
 # they need the test extra too; pg_store_cycle.py and instructions.py (callgrind) compare two
 # trees (--before) and run by hand.
-BENCHES := asks_validation turn_cycle list_paging mcp_call reliability events load
+BENCHES := asks_validation turn_cycle list_paging mcp_call reliability events load sqlite_writes
 bench: test-venv
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	scripts/ensure-postgres.sh

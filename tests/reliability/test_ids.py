@@ -1,17 +1,24 @@
 """`new_id` and `new_uuid4`: random ids in their wire forms, taken from batches of random
-bytes, never the same twice, in threads and in a forked child too."""
+bytes, never the same twice, in threads and in a forked child too; `new_sorted_id`, in
+`new_id`'s form, sorts by when it was made, and is what the rows that are only appended take."""
 
 from __future__ import annotations
 
 import os
 import re
 import threading
+import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from handrail import _util
-from handrail._util import new_id, new_uuid4
+from handrail._util import new_id, new_sorted_id, new_uuid4
+from handrail.store import Store
+from handrail.store.audit import audit_record
+from handrail.store.requests import request_record
 
 
 def test_ids_are_hex_and_uuids_are_canonical_version_4() -> None:
@@ -29,21 +36,26 @@ def test_ids_are_hex_and_uuids_are_canonical_version_4() -> None:
     assert {text[19] for text in uuids} == set("89ab")
 
 
-def test_threads_taking_ids_at_once_never_get_the_same_one() -> None:
+def _taken_in_threads(*makers: Callable[[], str]) -> list[str]:
+    """What four threads made at once, each calling every one of `makers` five batches' worth
+    of times."""
     taken: list[list[str]] = [[] for _ in range(4)]
 
     def take(into: list[str]) -> None:
         for _ in range(5 * _util._BATCH):
-            into.append(new_id())
-            into.append(new_uuid4())
+            into.extend(make() for make in makers)
 
     threads = [threading.Thread(target=take, args=(into,)) for into in taken]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    every = [i for into in taken for i in into]
-    assert len(set(every)) == len(every) == 4 * 10 * _util._BATCH
+    return [i for into in taken for i in into]
+
+
+def test_threads_taking_ids_at_once_never_get_the_same_one() -> None:
+    every = _taken_in_threads(new_id, new_uuid4, new_sorted_id)
+    assert len(set(every)) == len(every) == 4 * 15 * _util._BATCH
 
 
 @pytest.mark.skipif(
@@ -72,3 +84,48 @@ def test_a_forked_child_never_gives_the_ids_its_parent_holds() -> None:
     assert child_uuid not in parent_ids
     assert new_id() != child_id
     assert new_uuid4() != child_uuid
+
+
+def test_sorted_ids_sort_by_when_they_were_made() -> None:
+    before = time.time_ns() // 1_000_000
+    made: list[str] = []
+    for _ in range(5):
+        made.extend(new_sorted_id() for _ in range(_util._BATCH))
+        time.sleep(0.002)
+    after = time.time_ns() // 1_000_000
+    assert all(re.fullmatch("[0-9a-f]{24}", i) for i in made)
+    assert len(set(made)) == len(made)
+    # The first half is the millisecond it was made; the second half is random.
+    assert all(before <= int(i[:12], 16) <= after for i in made)
+    assert len({i[12:] for i in made}) == len(made)
+    # Ids made in different milliseconds are in the order they were made.
+    by_ms = [made[k * _util._BATCH] for k in range(5)]
+    assert by_ms == sorted(by_ms)
+    assert len({i[:12] for i in by_ms}) == 5
+
+
+async def test_appended_rows_take_sorted_ids(tmp_path: Path) -> None:
+    store = await Store.open(f"sqlite:///{tmp_path / 'ids.db'}", blob_dir=tmp_path / "files")
+    try:
+        ids = []
+        for _ in range(3):
+            ids.append((await store.histories.create("alice", agent="assistant")).id)
+            time.sleep(0.002)
+    finally:
+        await store.close()
+    assert ids == sorted(ids)
+    assert len({i[:12] for i in ids}) == 3
+    records = []
+    for _ in range(3):
+        records.append(
+            (
+                audit_record(actor="alice", action="grant.created", subject="s", changes={}).id,
+                request_record(
+                    history_id=ids[0], owner_id="alice", prompt="p", response="r", model="m"
+                ).id,
+            )
+        )
+        time.sleep(0.002)
+    for column in zip(*records, strict=True):
+        assert list(column) == sorted(column)
+        assert len({i[:12] for i in column}) == 3

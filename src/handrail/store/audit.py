@@ -32,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 
-from handrail._util import new_id
+from handrail._util import new_sorted_id
 from handrail.asks.pending import PendingAsk
 from handrail.store.connections import ActivityRecord, _activity
 from handrail.store.db import Database, all_rows, row_count
@@ -74,7 +74,7 @@ def audit_record(
 ) -> ActivityRecord:
     """A new record of the log, timed to the microsecond (its order is the order of events)."""
     return ActivityRecord(
-        id=new_id(),
+        id=new_sorted_id(),
         actor=actor,
         action=action,
         subject=subject,

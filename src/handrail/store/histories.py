@@ -32,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 
-from handrail._util import new_id, utc_now
+from handrail._util import new_sorted_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
@@ -151,7 +151,7 @@ class HistoryRepo:
         committed."""
         now = utc_now()
         values: dict[str, Any] = {
-            "id": new_id(),
+            "id": new_sorted_id(),
             "owner_id": owner_id,
             "agent": agent,
             "title": title,

@@ -30,7 +30,7 @@ from sqlalchemy import Connection, and_, delete, func, insert, or_, select, upda
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from handrail._util import iso, new_id, utc_now
+from handrail._util import iso, new_sorted_id, utc_now
 from handrail.store.db import Database, all_rows, first_row, row_count
 from handrail.store.events import UserEvent
 from handrail.store.paging import Page, Position, checked_limit
@@ -138,7 +138,7 @@ def new_delivery(
 ) -> Delivery:
     now = utc_now()
     return Delivery(
-        id=new_id(),
+        id=new_sorted_id(),
         event_id=event_id,
         channel=channel,
         target=target,
@@ -394,7 +394,7 @@ def _finish(
     )
     connection.execute(
         insert(delivery_attempts).values(
-            id=new_id(),
+            id=new_sorted_id(),
             delivery_id=delivery.id,
             attempt=attempt,
             status_code=status_code,

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from handrail._util import new_id, utc_now
+from handrail._util import new_sorted_id, utc_now
 from handrail.store.db import Database
 from handrail.store.prepared import Prepared
 from handrail.store.records import RequestRecord
@@ -53,7 +53,7 @@ def request_record(
     """A new log entry (not yet written): `RequestLog.add` writes one on its own, and
     `HistoryRepo.apply` in the transaction of the turn it logs."""
     return RequestRecord(
-        id=new_id(),
+        id=new_sorted_id(),
         history_id=history_id,
         owner_id=owner_id,
         request_type=request_type,

@@ -55,7 +55,7 @@ NAMING_CONVENTION = {
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
-ID = 24  # new_id(): 24 lowercase hex characters
+ID = 24  # new_id() and new_sorted_id(): 24 lowercase hex characters
 NAME = 255
 
 #: Conversations. `version` grows by one with every change (the compare-and-set key);
