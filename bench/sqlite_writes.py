@@ -11,8 +11,9 @@ tables, which grow as the run goes on:
 
 - keys: `new_id` (random) or `new_sorted_id` (the milliseconds first) for the conversation,
   activity and request ids, which every one of their indexes begins with or holds;
-- savepoints: each write in ``SAVEPOINT``/``RELEASE`` (how the writer ran a group before) or
-  not (how it runs one now: a failing write rolls the group back and the others run again).
+- savepoints: each write in ``SAVEPOINT``/``RELEASE`` (how the writer ran every group before;
+  now only the second try of a group one of whose writes failed) or not (how it runs a group
+  now).
 
 It prints the median process CPU per write of each variant over the rounds, each round's in
 order (so the growth shows), and the ratios:

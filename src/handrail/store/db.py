@@ -15,10 +15,11 @@ runs fastest without blocking the event loop:
   is in flight and the read needs no lock it would wait for (see there). Writes run on one
   writer thread, which groups the write transactions that queued up while it was busy into
   one commit, with one fsync for all of them; no caller hears of success before that commit
-  is on disk. One that raises gets its error and is left out: the transaction is rolled back
-  and the others run again in a new one (no savepoint a write: in a measured group of eight
-  writes of four inserts each, savepoints cost a quarter of the time). A group whose commit
-  fails, or whose transaction SQLite itself rolled back, runs again one transaction per write.
+  is on disk. They run without a savepoint a write (in `bench/sqlite_writes.py` a write in a
+  savepoint costs 1.7 times the CPU); when one raises, it gets its error, the transaction is
+  rolled back and the others run again in a new one, each in a savepoint then, so that a
+  second failure is rolled back alone. A group whose commit fails, or whose transaction SQLite
+  itself rolled back, runs again one transaction per write.
 - PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
   (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
@@ -105,6 +106,13 @@ SQLITE_THREADS: Final = 4
 #: (as 20 + 20 did under 32 clients: a new server process and asyncpg's type queries each).
 PG_POOL_SIZE: Final = 40
 PG_POOL_OVERFLOW: Final = 0
+
+#: The savepoint each write runs in when a group runs again after one of its writes failed
+#: (`Database._write_group`), and the statements that use it.
+_SAVEPOINT: Final = "handrail_write"
+_SAVE: Final = f"SAVEPOINT {_SAVEPOINT}"
+_UNDO: Final = f"ROLLBACK TO {_SAVEPOINT}"
+_RELEASE: Final = f"RELEASE {_SAVEPOINT}"
 
 #: A `Database.quick_snapshot` whose work finds more rows than this (`check_here`) runs
 #: on a reader thread instead of the event loop's.
@@ -634,10 +642,11 @@ class Database:
         self, group: list[tuple[Callable[..., Any], tuple[Any, ...]]]
     ) -> list[tuple[Any, BaseException | None]]:
         """On the writer thread: the writes of `group` in one transaction; each one's (result,
-        error). A write that raises is left out: the transaction is rolled back and the writes
-        that are left run again in a new one (`_try_group`), so a failing write takes nothing
-        with it and no write pays for a savepoint. When the transaction as a whole fails, each
-        write runs again in a transaction of its own.
+        error). The first try runs them without a savepoint a write (the common case pays for
+        none). When one raises, its error is its outcome and the transaction is rolled back;
+        the second try runs the others again, each in its own savepoint, so a write that
+        raises then is rolled back alone and none runs a third time. When the transaction as a
+        whole fails, each write runs again in a transaction of its own.
 
         A work may thus run more than once before its transaction commits, as it may after a
         failed commit: it is a function of the database, and any other effect of it waits for
@@ -647,9 +656,10 @@ class Database:
         connection, driver = self._connection()
         errors: dict[int, BaseException] = {}
         try:
-            results = None
-            while results is None:
-                results = self._try_group(connection, driver, group, errors)
+            results = self._try_group(connection, driver, group, errors, savepoints=False)
+            if results is None:
+                results = self._try_group(connection, driver, group, errors, savepoints=True)
+                assert results is not None
         except Exception:
             return [self._write_alone(work, args) for work, args in group]
         return [(None, errors[i]) if i in errors else (results[i], None) for i in range(len(group))]
@@ -660,11 +670,14 @@ class Database:
         driver: sqlite3.Connection,
         group: list[tuple[Callable[..., Any], tuple[Any, ...]]],
         errors: dict[int, BaseException],
+        *,
+        savepoints: bool,
     ) -> dict[int, Any] | None:
         """One try at the writes of `group` not in `errors`, in one transaction: their results
-        by index once it committed; None when one of them raised, its error then in `errors`
-        and the transaction rolled back. Raises when the transaction fails as a whole (SQLite
-        rolled it back itself, or the commit failed)."""
+        by index once it committed. A write that raises gets its error in `errors`; with
+        `savepoints` it is rolled back alone and the others go on, without them the whole
+        transaction is rolled back and the try gives None. Raises when the transaction fails
+        as a whole (SQLite rolled it back itself, or the commit failed)."""
         results: dict[int, Any] = {}
         if len(errors) == len(group):
             return results
@@ -673,14 +686,20 @@ class Database:
             for i, (work, args) in enumerate(group):
                 if i in errors:
                     continue
+                if savepoints:
+                    driver.execute(_SAVE)
                 try:
                     results[i] = work(connection, *args)
                 except Exception as exc:
                     if not driver.in_transaction:
                         raise  # SQLite rolled the whole transaction back
                     errors[i] = exc
-                    _roll_back(connection, driver)
-                    return None
+                    if not savepoints:
+                        _roll_back(connection, driver)
+                        return None
+                    driver.execute(_UNDO)
+                if savepoints:
+                    driver.execute(_RELEASE)
         except BaseException as error:
             roll_back_after(error, functools.partial(_roll_back, connection, driver))
             raise
