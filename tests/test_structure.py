@@ -30,7 +30,7 @@ LAYERS: Final[dict[str, frozenset[str]]] = {
     "server": frozenset({"asks", "policy", "actions", "connections", "store", "runtime"}),
 }
 #: Modules every layer may import: the error root, the small utilities, the schema checker.
-SHARED: Final = frozenset({"errors", "_util", "_jsonschema", "_version"})
+SHARED: Final = frozenset({"errors", "_util", "_frozen", "_jsonschema", "_version"})
 #: Third-party packages `asks` could reach for by mistake: it is stdlib only.
 STDLIB: Final = frozenset(sys.stdlib_module_names)
 

@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from .._frozen import slot_init
 from ..store.records import History
 from .messages import Message
 from .rows import Row
@@ -76,6 +77,7 @@ LAST_COMMIT_MESSAGES: Final = 64
 LAST_COMMIT_ROWS: Final = 64
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class LastCommit:
     """One history as this process's last commit on it left it."""

@@ -15,9 +15,12 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from .._frozen import slot_init
+
 MESSAGE_FORMAT_VERSION: Final = 1
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCall:
     """One tool call the model made: its id, the tool's name and the JSON arguments."""
@@ -36,12 +39,14 @@ class FilePart:
     data: bytes = field(repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UserMessage:
     kind: Literal["user"] = "user"
     text: str
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AssistantMessage:
     """What the model said in one step: text, tool calls, or both."""
@@ -51,6 +56,7 @@ class AssistantMessage:
     tool_calls: tuple[ToolCall, ...] = ()
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolResultMessage:
     """The result of one tool call. `content` is JSON (shown to the model as compact JSON, or

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from handrail._frozen import slot_init
 from handrail._util import iso, new_id, utc_now
 from handrail.errors import Conflict, NotFound
 from handrail.store.db import Database, all_rows, first_row, row_count
@@ -84,6 +85,7 @@ class ConnectionRecord:
     updated: dt.datetime = field(default_factory=utc_now)
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ActivityRecord:
     """One record of the activity (audit) log: a change an admin made (``connection.*``), or

@@ -72,6 +72,7 @@ from typing import Any, Final, cast
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from handrail._frozen import slot_init
 from handrail._util import new_id
 from handrail.store.db import Database
 from handrail.store.event_wire import (
@@ -133,6 +134,7 @@ _RESEND_S: Final = 0.1
 _CLOSE_WAIT_S: Final = 5.0
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Carried:
     """The events a write sends in its own transaction (`EventBus.carry`): `payloads` are

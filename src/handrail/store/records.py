@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, Final, Literal, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
+from handrail._frozen import slot_init
 from handrail._util import iso
 from handrail.asks.pending import PendingAsk
 
@@ -40,6 +41,7 @@ class _Unset(Enum):
 UNSET: Final = _Unset.UNSET
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class History:
     """A conversation. `pending_ask` is the ask it waits on (with what the paused turn
@@ -66,6 +68,7 @@ class StoredRow:
     created: dt.datetime
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HistoryChange:
     """One atomic change to a history.
@@ -105,6 +108,7 @@ class ReleaseLease:
     owner: str
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnLease:
     """A turn that has work to do after a committed answer or message, held by `owner` (a
@@ -131,6 +135,7 @@ class FileRecord:
     deleted: bool = False
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RequestRecord:
     """One entry of the request log (the spec's ``AIRequest``): what a turn sent and got, and

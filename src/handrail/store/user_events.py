@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
+from handrail._frozen import slot_init
 from handrail._util import iso, new_id, now_iso, utc_now
 from handrail.asks import PendingAsk
 
@@ -71,6 +72,7 @@ EventKind = Literal[
 EVENT_KINDS: Final[tuple[str, ...]] = get_args(EventKind)
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UserEvent:
     """One change that concerns `user_id`, with its public `data` (see the module)."""

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, TypeVar, runtime_checkable
 
+from ..._frozen import slot_init
 from ..._util import REPLACEMENT, storable, storable_text
 from ...connections.instructions import Snapshot
 from ...errors import HandrailError
@@ -34,6 +35,7 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelRequest:
     """One step's request. `system` is the whole system prompt (the agent's instructions, the
@@ -50,18 +52,21 @@ class ModelRequest:
     connection_instructions: Snapshot | None = None
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TextDelta:
     kind: Literal["text"] = "text"
     text: str
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallPart:
     kind: Literal["tool-call"] = "tool-call"
     call: ToolCall
 
 
+@slot_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StepEnd:
     """The end of the step, with the provider's reason and token usage when it reports them."""
