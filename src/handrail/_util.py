@@ -27,20 +27,15 @@ def new_id() -> str:
 def new_sorted_id() -> str:
     """A new id that sorts by when it was made, in `new_id`'s form (24 lowercase hex
     characters): the first 12 the milliseconds since the epoch (48 bits, as a UUID version 7
-    begins), the last 12 random (48 bits, from `new_id`'s batches).
+    begins), the last 12 random (48 bits, half of a `new_id`).
 
     For the keys of rows that are only appended (conversations, the activity and request
     logs): a new key then goes at the end of each index it is in, the primary key's and every
     one that begins with it, where the previous insert left the page in the cache, not on a
-    random page of an index that grows with the table (in SQLite, inserts of four rows with
-    random keys took 2.6 times as long as with these once the table held some 200,000 rows).
-    It tells when the row was made, which those rows show anyway; never for a secret or a
-    token."""
-    try:
-        tail = _IDS.pop()
-    except IndexError:
-        tail = _take(_IDS, _new_ids)
-    return f"{time.time_ns() // 1_000_000:012x}{tail[:12]}"
+    random page of an index that grows with the table (`bench/sqlite_writes.py`: with random
+    keys a write took 2.7 times the CPU once the tables held 57,600 conversations). It tells
+    when the row was made, which those rows show anyway; never for a secret or a token."""
+    return f"{time.time_ns() // 1_000_000:012x}{new_id()[:12]}"
 
 
 def new_uuid4() -> str:

@@ -679,8 +679,6 @@ class Database:
         transaction is rolled back and the try gives None. Raises when the transaction fails
         as a whole (SQLite rolled it back itself, or the commit failed)."""
         results: dict[int, Any] = {}
-        if len(errors) == len(group):
-            return results
         self._begin(connection, driver, True)
         try:
             for i, (work, args) in enumerate(group):
