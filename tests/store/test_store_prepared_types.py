@@ -212,3 +212,19 @@ def _read_one(connection: Connection, at: int) -> object:
 def _has_nan(value: Any) -> bool:
     """PostgreSQL's jsonb refuses ``NaN`` and ``Infinity`` (Python's json writes them)."""
     return isinstance(value, dict) and any(isinstance(v, float) for v in value.values())
+
+
+def test_the_same_moment_again_and_another_after_it() -> None:
+    """The text of the value bound last is kept for the same object; another value, equal or
+    not, aware in another zone or naive, is made again (or refused) as the first time."""
+    first = dt.datetime(2026, 12, 6, 17, 5, 1, 250000, tzinfo=dt.UTC)
+    assert sqlite_utc_text(first) == "2026-12-06 17:05:01.250000"
+    assert sqlite_utc_text(first) == "2026-12-06 17:05:01.250000"
+    later = first + dt.timedelta(microseconds=1)
+    assert sqlite_utc_text(later) == _sqlalchemy_text(later) == "2026-12-06 17:05:01.250001"
+    elsewhere = later.astimezone(CEST)
+    assert sqlite_utc_text(elsewhere) == "2026-12-06 17:05:01.250001"
+    assert sqlite_utc_text(None) is None
+    with pytest.raises(ValueError, match="timezone-aware"):
+        sqlite_utc_text(later.replace(tzinfo=None))
+    assert sqlite_utc_text(first) == "2026-12-06 17:05:01.250000"

@@ -50,18 +50,35 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         return value.astimezone(dt.UTC)
 
 
+#: The last timestamp `sqlite_utc_text` made text of, and that text. A write binds the same
+#: moment several times (its `now` is the history's ``updated``, each row's ``created``, the
+#: lease's, the audit record's): those after the first cost an identity check. One tuple,
+#: replaced whole, so a thread never reads one value's text for another; it holds the value,
+#: so no other object can take its identity while it is here.
+_LAST_UTC_TEXT: tuple[dt.datetime | None, str] = (None, "")
+
+
 def sqlite_utc_text(value: dt.datetime | None) -> str | None:
     """What a `UTCDateTime` bind becomes on SQLite, in one call: `process_bind_param` and then
     SQLAlchemy's SQLite ``DATETIME`` storage format (``YYYY-MM-DD HH:MM:SS.ffffff``), the
     same text and the same errors, at a third of the cost (no calls through the two
-    processors, no formatting dict, no `astimezone` of a UTC value)."""
+    processors, no formatting dict, no `astimezone` of a UTC value); the same value object
+    as the call before costs an identity check (`_LAST_UTC_TEXT`)."""
+    global _LAST_UTC_TEXT
     if value is None:
         return None
+    last = _LAST_UTC_TEXT
+    if value is last[0]:
+        return last[1]
     if value.tzinfo is not dt.UTC:  # most are UTC already (`utc_now`)
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
-        value = value.astimezone(dt.UTC)
-    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+        text = value.astimezone(dt.UTC).isoformat(" ", "microseconds")[:26]
+    else:
+        # The aware value's text ends in "+00:00": cut, not `replace(tzinfo=None)` first.
+        text = value.isoformat(" ", "microseconds")[:26]
+    _LAST_UTC_TEXT = (value, text)
+    return text
 
 
 #: `json.dumps`'s own encoder (its defaults: ASCII only, ``", "`` and ``": "``), built once:
