@@ -27,7 +27,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
 from handrail.store import Database
-from handrail.store._types import JSONData, UTCDateTime, json_text, sqlite_utc_text
+from handrail.store._types import (
+    JSONData,
+    UTCDateTime,
+    json_text,
+    pg_utc_value,
+    sqlite_utc_text,
+)
 from handrail.store.prepared import Prepared
 
 metadata = MetaData()
@@ -62,6 +68,32 @@ def test_the_text_is_sqlalchemys(value: dt.datetime | None) -> None:
     text = sqlite_utc_text(value)
     assert text == _sqlalchemy_text(value)
     assert type(text) is type(_sqlalchemy_text(value))
+
+
+def _sqlalchemy_pg_value(value: dt.datetime | None) -> object:
+    process = UTCDateTime()._cached_bind_processor(postgresql.asyncpg.dialect())
+    assert process is not None
+    return process(value)
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_on_postgresql_the_value_is_sqlalchemys(value: dt.datetime | None) -> None:
+    ours = pg_utc_value(value)
+    theirs = _sqlalchemy_pg_value(value)
+    assert ours == theirs
+    assert (ours is None) is (theirs is None)
+    if ours is not None and theirs is not None:
+        assert ours.tzinfo is theirs.tzinfo is dt.UTC
+        assert ours.isoformat() == theirs.isoformat()
+
+
+def test_on_postgresql_a_naive_timestamp_is_refused_as_before() -> None:
+    naive = dt.datetime(2026, 12, 1, 20, 15)
+    with pytest.raises(ValueError, match="timezone-aware") as ours:
+        pg_utc_value(naive)
+    with pytest.raises(ValueError, match="timezone-aware") as theirs:
+        _sqlalchemy_pg_value(naive)
+    assert str(ours.value) == str(theirs.value)
 
 
 def test_a_naive_timestamp_is_refused_as_before() -> None:
@@ -228,3 +260,35 @@ def test_the_same_moment_again_and_another_after_it() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         sqlite_utc_text(later.replace(tzinfo=None))
     assert sqlite_utc_text(first) == "2026-12-06 17:05:01.250000"
+
+
+def _write_at_as_sqlalchemy(connection: Connection, values: list[dt.datetime | None]) -> None:
+    connection.execute(
+        insert(moments), [{"id": 100 + i, "at": v, "data": None} for i, v in enumerate(values)]
+    )
+
+
+def _stored_at_pairs(connection: Connection, count: int) -> list[tuple[Any, Any]]:
+    rows = connection.execute(
+        select(moments.c.id, moments.c.at.cast(Text)).order_by(moments.c.id)
+    ).all()
+    texts = {row[0]: row[1] for row in rows}
+    return [(texts[i], texts[100 + i]) for i in range(count)]
+
+
+async def test_on_postgresql_a_prepared_statement_stores_timestamps_as_sqlalchemy_does(
+    postgres_cluster: Any,
+) -> None:
+    async with Database(postgres_cluster.new_database_url()) as database:
+        await database.write(_create)
+        await database.write(_write, VALUES)  # `Prepared`, on asyncpg itself
+        await database.write(_write_at_as_sqlalchemy, VALUES)
+        pairs = await database.read(_stored_at_pairs, len(VALUES))
+        assert [ours for ours, _ in pairs] == [theirs for _, theirs in pairs]
+        assert pairs[0][0] is not None
+        assert pairs[-1] == (None, None)
+        rows = await database.read(_read, len(VALUES))
+        expected = [None if v is None else v.astimezone(dt.UTC) for v in VALUES]
+        assert [row and row["at"] for row in rows] == expected
+        with pytest.raises(ValueError, match="timezone-aware"):
+            await database.write(_write, [dt.datetime(2026, 12, 1, 20, 15)])

@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["JSONData", "UTCDateTime", "json_text", "sqlite_utc_text"]
+__all__ = ["JSONData", "UTCDateTime", "json_text", "pg_utc_value", "sqlite_utc_text"]
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -79,6 +79,18 @@ def sqlite_utc_text(value: dt.datetime | None) -> str | None:
         text = value.isoformat(" ", "microseconds")[:26]
     _LAST_UTC_TEXT = (value, text)
     return text
+
+
+def pg_utc_value(value: dt.datetime | None) -> dt.datetime | None:
+    """What a `UTCDateTime` bind becomes on PostgreSQL (`process_bind_param`: the value in
+    UTC, for asyncpg's ``timestamptz``), in one call: a value in `dt.UTC` already (what
+    `utc_now` gives) is itself, as ``astimezone`` would give it, without the checks, the
+    conversion and the dialect's name; any other the same value or the same error."""
+    if value is None or value.tzinfo is dt.UTC:
+        return value
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
+    return value.astimezone(dt.UTC)
 
 
 #: `json.dumps`'s own encoder (its defaults: ASCII only, ``", "`` and ``": "``), built once:
