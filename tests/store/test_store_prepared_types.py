@@ -203,15 +203,19 @@ async def test_a_prepared_statement_stores_json_as_sqlalchemy_does(tmp_path: Pat
         assert await database.read(_stored_json) == [_sqlalchemy_json()(v) for v in values]
 
 
-def _write_json_as_sqlalchemy(connection: Connection, values: list[Any]) -> None:
+def _write_as_sqlalchemy(connection: Connection, column: str, values: list[Any]) -> None:
+    """`values` in `column` (the other column None) through `Connection.execute`, from id 100."""
     connection.execute(
-        insert(moments), [{"id": 100 + i, "at": None, "data": v} for i, v in enumerate(values)]
+        insert(moments),
+        [{"id": 100 + i, "at": None, "data": None, column: v} for i, v in enumerate(values)],
     )
 
 
-def _stored_pairs(connection: Connection, count: int) -> list[tuple[Any, Any]]:
+def _stored_pairs(connection: Connection, column: str, count: int) -> list[tuple[Any, Any]]:
+    """`column`'s stored text of ids 0 to `count` - 1 (`Prepared`'s), each beside that of the
+    id 100 more (SQLAlchemy's)."""
     rows = connection.execute(
-        select(moments.c.id, moments.c.data.cast(Text)).order_by(moments.c.id)
+        select(moments.c.id, moments.c[column].cast(Text)).order_by(moments.c.id)
     ).all()
     texts = {row[0]: row[1] for row in rows}
     return [(texts[i], texts[100 + i]) for i in range(count)]
@@ -224,8 +228,8 @@ async def test_on_postgresql_a_prepared_statement_stores_json_as_sqlalchemy_does
     async with Database(postgres_cluster.new_database_url()) as database:
         await database.write(_create)
         await database.write(_write_json, values)  # `Prepared`, on asyncpg itself
-        await database.write(_write_json_as_sqlalchemy, values)
-        pairs = await database.read(_stored_pairs, len(values))
+        await database.write(_write_as_sqlalchemy, "data", values)
+        pairs = await database.read(_stored_pairs, "data", len(values))
         assert [ours for ours, _ in pairs] == [theirs for _, theirs in pairs]
         assert pairs[values.index(None)] == (None, None)  # SQL NULL, not JSON null
         ours_read = await database.read(_read, len(values))
@@ -262,28 +266,14 @@ def test_the_same_moment_again_and_another_after_it() -> None:
     assert sqlite_utc_text(first) == "2026-12-06 17:05:01.250000"
 
 
-def _write_at_as_sqlalchemy(connection: Connection, values: list[dt.datetime | None]) -> None:
-    connection.execute(
-        insert(moments), [{"id": 100 + i, "at": v, "data": None} for i, v in enumerate(values)]
-    )
-
-
-def _stored_at_pairs(connection: Connection, count: int) -> list[tuple[Any, Any]]:
-    rows = connection.execute(
-        select(moments.c.id, moments.c.at.cast(Text)).order_by(moments.c.id)
-    ).all()
-    texts = {row[0]: row[1] for row in rows}
-    return [(texts[i], texts[100 + i]) for i in range(count)]
-
-
 async def test_on_postgresql_a_prepared_statement_stores_timestamps_as_sqlalchemy_does(
     postgres_cluster: Any,
 ) -> None:
     async with Database(postgres_cluster.new_database_url()) as database:
         await database.write(_create)
         await database.write(_write, VALUES)  # `Prepared`, on asyncpg itself
-        await database.write(_write_at_as_sqlalchemy, VALUES)
-        pairs = await database.read(_stored_at_pairs, len(VALUES))
+        await database.write(_write_as_sqlalchemy, "at", VALUES)
+        pairs = await database.read(_stored_pairs, "at", len(VALUES))
         assert [ours for ours, _ in pairs] == [theirs for _, theirs in pairs]
         assert pairs[0][0] is not None
         assert pairs[-1] == (None, None)
