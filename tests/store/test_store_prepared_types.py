@@ -57,10 +57,15 @@ VALUES = [
 ]
 
 
-def _sqlalchemy_text(value: dt.datetime | None) -> object:
-    process = UTCDateTime()._cached_bind_processor(sqlite.dialect())
+def _sqlalchemy_bind(value: dt.datetime | None, dialect: Dialect | None = None) -> object:
+    """SQLAlchemy's own bind of a `UTCDateTime` (SQLite's text by default)."""
+    process = UTCDateTime()._cached_bind_processor(dialect or sqlite.dialect())
     assert process is not None
     return process(value)
+
+
+def _sqlalchemy_text(value: dt.datetime | None) -> object:
+    return _sqlalchemy_bind(value)
 
 
 @pytest.mark.parametrize("value", VALUES)
@@ -70,39 +75,29 @@ def test_the_text_is_sqlalchemys(value: dt.datetime | None) -> None:
     assert type(text) is type(_sqlalchemy_text(value))
 
 
-def _sqlalchemy_pg_value(value: dt.datetime | None) -> object:
-    process = UTCDateTime()._cached_bind_processor(postgresql.asyncpg.dialect())
-    assert process is not None
-    return process(value)
-
-
 @pytest.mark.parametrize("value", VALUES)
 def test_on_postgresql_the_value_is_sqlalchemys(value: dt.datetime | None) -> None:
     ours = pg_utc_value(value)
-    theirs = _sqlalchemy_pg_value(value)
+    theirs = _sqlalchemy_bind(value, postgresql.asyncpg.dialect())
     assert ours == theirs
     assert (ours is None) is (theirs is None)
-    if ours is not None and theirs is not None:
+    if ours is not None and isinstance(theirs, dt.datetime):
         assert ours.tzinfo is theirs.tzinfo is dt.UTC
         assert ours.isoformat() == theirs.isoformat()
 
 
-def test_on_postgresql_a_naive_timestamp_is_refused_as_before() -> None:
+@pytest.mark.parametrize(
+    ("ours", "dialect"),
+    [(sqlite_utc_text, sqlite.dialect()), (pg_utc_value, postgresql.asyncpg.dialect())],
+    ids=["sqlite", "postgresql"],
+)
+def test_a_naive_timestamp_is_refused_as_before(ours: Any, dialect: Dialect) -> None:
     naive = dt.datetime(2026, 12, 1, 20, 15)
-    with pytest.raises(ValueError, match="timezone-aware") as ours:
-        pg_utc_value(naive)
+    with pytest.raises(ValueError, match="timezone-aware") as mine:
+        ours(naive)
     with pytest.raises(ValueError, match="timezone-aware") as theirs:
-        _sqlalchemy_pg_value(naive)
-    assert str(ours.value) == str(theirs.value)
-
-
-def test_a_naive_timestamp_is_refused_as_before() -> None:
-    naive = dt.datetime(2026, 12, 1, 20, 15)
-    with pytest.raises(ValueError, match="timezone-aware") as ours:
-        sqlite_utc_text(naive)
-    with pytest.raises(ValueError, match="timezone-aware") as theirs:
-        _sqlalchemy_text(naive)
-    assert str(ours.value) == str(theirs.value)
+        _sqlalchemy_bind(naive, dialect)
+    assert str(mine.value) == str(theirs.value)
 
 
 _INSERT = Prepared(insert(moments))
