@@ -272,3 +272,46 @@ async def test_a_turn_that_ends_before_the_write_costs_the_database_nothing(
         await asyncio.sleep(WRITE_AFTER / 4)
     assert await api.store.running.get(slow.id, now=utc_now()) is None
     assert ([], [slow.id]) in flushes
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # one SQLite process writes no rows
+async def test_quick_turns_move_the_writers_alarm_without_waking_it(
+    gated: tuple[Api, Gate],
+) -> None:
+    """On PostgreSQL a change brings the writer's alarm forward instead of waking the writer:
+    turns that start and end within `WRITE_AFTER` of the first cost it one wake-up (when the
+    first is due, with nothing left to write), not one each; a turn still running then is
+    written."""
+    api, _ = gated
+    board = api.app.state.runtime.running
+    assert board.shared
+    sleeps: list[float] = []
+    sleep_until = board._sleep_until
+
+    async def counted(loop: asyncio.AbstractEventLoop, at: float) -> None:
+        sleeps.append(at - loop.time())
+        await sleep_until(loop, at)
+
+    board._sleep_until = counted  # type: ignore[method-assign]
+    histories = [await api.store.histories.create("alice", agent="worker") for _ in range(21)]
+    for history in histories[:20]:
+        turn = Turn(history.id, user_id="alice")
+        board.started(turn)
+        board.progressed(turn, {"phase": "thinking"})
+        board.ended(turn)
+        await asyncio.sleep(0)  # the writer gets the loop between the turns
+    await asyncio.sleep(WRITE_AFTER * 3)
+    # A sleep until the first change is due (or the renewal, brought forward by it), then
+    # the one until the next renewal: not a wake-up for each of the 20 turns.
+    assert 1 <= len(sleeps) <= 3
+    assert sleeps[-1] > WRITE_AFTER * 10
+    slow = Turn(histories[20].id, user_id="alice")
+    board.started(slow)
+    for _ in range(READS):
+        if await api.store.running.get(slow.history_id, now=utc_now()) is not None:
+            break
+        await asyncio.sleep(WRITE_AFTER / 4)
+    written = await api.store.running.get(slow.history_id, now=utc_now())
+    assert written is not None
+    assert written.turn_id == slow.id
+    board.ended(slow)

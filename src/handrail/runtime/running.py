@@ -7,7 +7,8 @@ it also keeps it in the database (`handrail.store.running`): a writer task write
 since its last write in one transaction (so a turn never waits for it), each conversation's
 change once it is `WRITE_AFTER` old (with what else is due then): a turn that ends sooner costs
 the database nothing, even when other turns' rows are written meanwhile, and a phase that lasted
-less than that is never written. It renews this process's rows every third of the lease
+less than that is never written. Between writes the writer sleeps on an alarm (a timer of the
+loop) that a change brings forward, so a turn costs the writer no wake-up of its own. It renews this process's rows every third of the lease
 time with one statement. A conversation's state is this process's own when the turn runs here,
 else the database's row, unless that row lapsed (its process stopped: read as not running).
 On SQLite there is one process, and the board is all there is, as with the event bus.
@@ -16,7 +17,6 @@ On SQLite there is one process, and the board is all there is, as with the event
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any, Final
@@ -54,7 +54,13 @@ class RunningBoard:
         self._dirty: dict[str, float] = {}
         #: The conversations whose row this process wrote and has not removed.
         self._written: set[str] = set()
-        self._wake = asyncio.Event()
+        #: What the writer task sleeps on between writes (None: it is awake), the timer that
+        #: ends that sleep and the loop time it is set for. A change brings the timer forward
+        #: instead of waking the task: a turn over before its change is due costs a timer,
+        #: not a wake-up of the writer.
+        self._sleep: asyncio.Future[None] | None = None
+        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm_at = 0.0
         self._writer: asyncio.Task[None] | None = None
         self._closing = False
         self._last_renewal = utc_now()
@@ -112,11 +118,27 @@ class RunningBoard:
     def _changed(self, history_id: str) -> None:
         if not self.shared:
             return
-        if not self._dirty:
-            self._wake.set()  # a later change is due later: only the first wakes the writer
-        self._dirty.setdefault(history_id, asyncio.get_running_loop().time())
+        loop = asyncio.get_running_loop()
+        if not self._dirty:  # a later change is due later: only the first moves the alarm
+            self._set_alarm(loop, loop.time() + WRITE_AFTER)
+        self._dirty.setdefault(history_id, loop.time())
         if self._writer is None and not self._closing:
             self._writer = asyncio.create_task(self._write_forever(), name="handrail-running")
+
+    def _set_alarm(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        """End the writer's sleep at loop time `at` when that is sooner than its alarm."""
+        if self._sleep is None or self._sleep.done() or at >= self._alarm_at:
+            return
+        if self._alarm is not None:
+            self._alarm.cancel()
+        self._alarm_at = at
+        self._alarm = loop.call_at(at, self._ring)
+
+    def _ring(self) -> None:
+        """Wake the writer (its alarm, or `aclose`)."""
+        sleep = self._sleep
+        if sleep is not None and not sleep.done():
+            sleep.set_result(None)
 
     # --------------------------------------------------------------------------- reads
 
@@ -139,20 +161,31 @@ class RunningBoard:
         every = self.runtime.lease_s / 3
         loop = asyncio.get_running_loop()
         while not self._closing:
-            self._wake.clear()
-            # Until the oldest change is due, or (nothing to write) the next renewal.
-            wait = min(self._dirty.values()) + WRITE_AFTER - loop.time() if self._dirty else every
-            if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+            # Until the oldest change is due, or (nothing to write) the next renewal; a change
+            # meanwhile brings the alarm forward (`_set_alarm`).
+            now = loop.time()
+            due = min(self._dirty.values()) + WRITE_AFTER if self._dirty else now + every
+            if due > now:
+                await self._sleep_until(loop, due)
                 if self._closing:
                     return
-                if self._wake.is_set():
-                    continue  # the first change since the last write: when is it due?
             try:
                 await self._write(loop.time() - WRITE_AFTER)
             except Exception:
                 log.warning("could not record the running turns", exc_info=True)
+
+    async def _sleep_until(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        """Sleep until loop time `at`, or sooner when `_set_alarm` or `_ring` says so."""
+        sleep = self._sleep = loop.create_future()
+        self._alarm_at = at
+        self._alarm = loop.call_at(at, self._ring)
+        try:
+            await sleep
+        finally:
+            self._sleep = None
+            if self._alarm is not None:
+                self._alarm.cancel()
+                self._alarm = None
 
     async def _write(self, changed_by: float) -> None:
         """Write the changes made by `changed_by` (loop time), and the removals of rows
@@ -193,7 +226,7 @@ class RunningBoard:
         writer, self._writer = self._writer, None
         if writer is None:
             return
-        self._wake.set()
+        self._ring()
         await writer
         for history_id in self._local:
             self._dirty.setdefault(history_id, 0.0)
