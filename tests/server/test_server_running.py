@@ -226,6 +226,18 @@ def _fields(running: RunningTurn) -> dict[str, Any]:
     return {name: getattr(running, name) for name in RunningTurn.__slots__}
 
 
+async def _row_when(api: Api, history_id: str, *, present: bool) -> RunningTurn | None:
+    """The conversation's running-turn row once it is there (`present`) or gone, reading it
+    again every quarter of `WRITE_AFTER` (at most `READS` times)."""
+    row = None
+    for _ in range(READS):
+        row = await api.store.running.get(history_id, now=utc_now())
+        if (row is not None) is present:
+            break
+        await asyncio.sleep(WRITE_AFTER / 4)
+    return row
+
+
 async def test_a_turn_that_ends_before_the_write_costs_the_database_nothing(
     gated: tuple[Api, Gate],
 ) -> None:
@@ -258,19 +270,11 @@ async def test_a_turn_that_ends_before_the_write_costs_the_database_nothing(
         board.ended(turn)
         assert flushes == []  # one process: the board is all there is
         return
-    for _ in range(READS):
-        if await api.store.running.get(slow.id, now=utc_now()) is not None:
-            break
-        await asyncio.sleep(WRITE_AFTER / 4)
-    written = await api.store.running.get(slow.id, now=utc_now())
+    written = await _row_when(api, slow.id, present=True)
     assert written is not None
     assert written.turn_id == turn.id
     board.ended(turn)
-    for _ in range(READS):
-        if await api.store.running.get(slow.id, now=utc_now()) is None:
-            break
-        await asyncio.sleep(WRITE_AFTER / 4)
-    assert await api.store.running.get(slow.id, now=utc_now()) is None
+    assert await _row_when(api, slow.id, present=False) is None
     assert ([], [slow.id]) in flushes
 
 
@@ -307,11 +311,7 @@ async def test_quick_turns_move_the_writers_alarm_without_waking_it(
     assert sleeps[-1] > WRITE_AFTER * 10
     slow = Turn(histories[20].id, user_id="alice")
     board.started(slow)
-    for _ in range(READS):
-        if await api.store.running.get(slow.history_id, now=utc_now()) is not None:
-            break
-        await asyncio.sleep(WRITE_AFTER / 4)
-    written = await api.store.running.get(slow.history_id, now=utc_now())
+    written = await _row_when(api, slow.history_id, present=True)
     assert written is not None
     assert written.turn_id == slow.id
     board.ended(slow)
