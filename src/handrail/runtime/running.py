@@ -8,10 +8,11 @@ since its last write in one transaction (so a turn never waits for it), each con
 change once it is `WRITE_AFTER` old (with what else is due then): a turn that ends sooner costs
 the database nothing, even when other turns' rows are written meanwhile, and a phase that lasted
 less than that is never written. Between writes the writer sleeps on an alarm (a timer of the
-loop) that a change brings forward, so a turn costs the writer no wake-up of its own. It renews this process's rows every third of the lease
-time with one statement. A conversation's state is this process's own when the turn runs here,
-else the database's row, unless that row lapsed (its process stopped: read as not running).
-On SQLite there is one process, and the board is all there is, as with the event bus.
+loop) that a change brings forward, so a turn costs the writer no wake-up of its own. It
+renews this process's rows every third of the lease time with one statement. A
+conversation's state is this process's own when the turn runs here, else the database's row,
+unless that row lapsed (its process stopped: read as not running). On SQLite there is one
+process, and the board is all there is, as with the event bus.
 """
 
 from __future__ import annotations
