@@ -928,6 +928,14 @@ def before_after(
     )
 
 
+def per_process_ms(s: Slice) -> list[float]:
+    """Each server process's CPU ms per cycle it served."""
+    return [
+        cpu * 1000 / n if n else float("nan")
+        for cpu, n in zip(s.per_process_cpu_s, s.per_process_cycles, strict=True)
+    ]
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -953,10 +961,7 @@ def postgresql_targets(
     one, two = results[("pg1", at)], results[("pg2", at)]
     r = rate(two) / rate(one)
     print(f"   PostgreSQL 2 processes / 1 = {r:.2f} cycles/s (≥ 1.0 here): {verdict(r >= 1.0)}")
-    per = [
-        cpu * 1000 / n if n else float("nan")
-        for cpu, n in zip(two.per_process_cpu_s, two.per_process_cycles, strict=True)
-    ]
+    per = per_process_ms(two)
     print(
         "   server CPU per cycle of each process: 1 process "
         f"{cpu_ms(one):.2f} ms; 2 processes "
@@ -991,10 +996,7 @@ def postgresql_targets(
     # cluster). Two such processes with a free core each serve 2 × one; what pg2 does less than
     # pg2split is what sharing one database costs, which free cores do not take away.
     split = results[("pg2split", at)]
-    split_per = [
-        cpu * 1000 / n if n else float("nan")
-        for cpu, n in zip(split.per_process_cpu_s, split.per_process_cycles, strict=True)
-    ]
+    split_per = per_process_ms(split)
     free = 2 * sum(1000 / p for p in per) / sum(1000 / p for p in split_per)
     print(
         "   two processes on 2 databases (pg2split, the same contention, nothing shared): "

@@ -31,8 +31,8 @@ from handrail.store._types import (
     JSONData,
     UTCDateTime,
     json_text,
-    pg_utc_value,
     sqlite_utc_text,
+    utc_value,
 )
 from handrail.store.prepared import Prepared
 
@@ -77,7 +77,7 @@ def test_the_text_is_sqlalchemys(value: dt.datetime | None) -> None:
 
 @pytest.mark.parametrize("value", VALUES)
 def test_on_postgresql_the_value_is_sqlalchemys(value: dt.datetime | None) -> None:
-    ours = pg_utc_value(value)
+    ours = utc_value(value)
     theirs = _sqlalchemy_bind(value, postgresql.asyncpg.dialect())
     assert ours == theirs
     assert (ours is None) is (theirs is None)
@@ -88,7 +88,7 @@ def test_on_postgresql_the_value_is_sqlalchemys(value: dt.datetime | None) -> No
 
 @pytest.mark.parametrize(
     ("ours", "dialect"),
-    [(sqlite_utc_text, sqlite.dialect()), (pg_utc_value, postgresql.asyncpg.dialect())],
+    [(sqlite_utc_text, sqlite.dialect()), (utc_value, postgresql.asyncpg.dialect())],
     ids=["sqlite", "postgresql"],
 )
 def test_a_naive_timestamp_is_refused_as_before(ours: Any, dialect: Dialect) -> None:

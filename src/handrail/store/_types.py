@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["JSONData", "UTCDateTime", "json_text", "pg_utc_value", "sqlite_utc_text"]
+__all__ = ["JSONData", "UTCDateTime", "json_text", "sqlite_utc_text", "utc_value"]
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -33,12 +33,8 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
     def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
-        value = value.astimezone(dt.UTC)
-        if dialect.name == "sqlite":
-            return value.replace(tzinfo=None)
-        return value
+        value = _in_utc(value)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(
         self, value: dt.datetime | None, dialect: Dialect
@@ -70,27 +66,26 @@ def sqlite_utc_text(value: dt.datetime | None) -> str | None:
     last = _LAST_UTC_TEXT
     if value is last[0]:
         return last[1]
-    if value.tzinfo is not dt.UTC:  # most are UTC already (`utc_now`)
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
-        text = value.astimezone(dt.UTC).isoformat(" ", "microseconds")[:26]
-    else:
-        # The aware value's text ends in "+00:00": cut, not `replace(tzinfo=None)` first.
-        text = value.isoformat(" ", "microseconds")[:26]
+    # The aware value's text ends in "+00:00": cut, not `replace(tzinfo=None)` first.
+    text = _in_utc(value).isoformat(" ", "microseconds")[:26]
     _LAST_UTC_TEXT = (value, text)
     return text
 
 
-def pg_utc_value(value: dt.datetime | None) -> dt.datetime | None:
-    """What a `UTCDateTime` bind becomes on PostgreSQL (`process_bind_param`: the value in
-    UTC, for asyncpg's ``timestamptz``), in one call: a value in `dt.UTC` already (what
-    `utc_now` gives) is itself, as ``astimezone`` would give it, without the checks, the
-    conversion and the dialect's name; any other the same value or the same error."""
-    if value is None or value.tzinfo is dt.UTC:
+def _in_utc(value: dt.datetime) -> dt.datetime:
+    """A `UTCDateTime` value in UTC; a naive one is refused. A value in `dt.UTC` already (what
+    `utc_now` gives) is itself, as ``astimezone`` would give it, without the checks."""
+    if value.tzinfo is dt.UTC:
         return value
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"Timestamps must be timezone-aware, got {value!r}.")
     return value.astimezone(dt.UTC)
+
+
+def utc_value(value: dt.datetime | None) -> dt.datetime | None:
+    """What a `UTCDateTime` bind becomes on PostgreSQL (asyncpg's ``timestamptz``), in one
+    call: the value in UTC (`_in_utc`), None as None."""
+    return None if value is None else _in_utc(value)
 
 
 #: `json.dumps`'s own encoder (its defaults: ASCII only, ``", "`` and ``": "``), built once:

@@ -40,7 +40,7 @@ from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.sql.compiler import Compiled, SQLCompiler
 from sqlalchemy.util import await_
 
-from handrail.store._types import UTCDateTime, json_text, pg_utc_value, sqlite_utc_text
+from handrail.store._types import UTCDateTime, json_text, sqlite_utc_text, utc_value
 
 __all__ = [
     "AtLeastOne",
@@ -170,7 +170,7 @@ def _slot(
         raise TypeError("Prepared statements take no parameters with a callable value.")
     default = _REQUIRED if bind.required else bind.effective_value
     if isinstance(bind.type, UTCDateTime):  # the same text or value, in one call
-        return bind.key, default, sqlite_utc_text if sqlite else pg_utc_value
+        return bind.key, default, sqlite_utc_text if sqlite else utc_value
     process = _single(processor)
     if process is not None and isinstance(bind.type, JSON):
         # SQLite stores the text; asyncpg's jsonb codec sends it as it is.
