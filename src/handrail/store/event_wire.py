@@ -8,19 +8,30 @@ it parses it (`kind_of`, `id_of`)::
 ``o`` is the sending process's `EventBus.origin`, ``k`` the event's kind, ``r`` (only on an
 event sent again, `AGAIN`: its sender does not know whether it went through before), ``u``
 (only on the event of a write that may not have committed, `UNCERTAIN`) and ``e`` the event's
-wire form (`UserEvent.to_json`, its id first). A message goes in one notification
-(``m|MESSAGE``) or, above PostgreSQL's 8000 byte limit, in several of one statement
-(``c|KEY|INDEX|COUNT|PART``), which PostgreSQL delivers together and in order.
+wire form (`UserEvent.to_json`, its id first). `payloads_of` gives a message's payloads: one
+(``m|MESSAGE``) or, for a message too long for one notification (PostgreSQL refuses 8000
+bytes), several parts that go in the same statement (``c|KEY|INDEX|COUNT|PART``), which
+PostgreSQL delivers together and in order.
+
+A statement sends the payloads of its events as `notifications`: whole messages that follow
+each other go together in one notification, ``b|MESSAGE<RS>MESSAGE...`` (RS the ASCII record
+separator), as many as stay under PostgreSQL's limit, each part of a long message alone; a
+receiver takes them apart with `messages_in`. Neither separator this module uses can be in a
+message: JSON escapes every control character, and origins and ids are hex. Each notification
+costs PostgreSQL a queue entry and a message to every listening process, and the receiver a
+callback (a turn's events come in three or four notifications, not ten).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from handrail._util import json_encoder, new_id
+from handrail.store.prepared import NOTIFICATIONS_SEPARATOR, NOTIFY_SQL, NOTIFY_TEXT
 from handrail.store.user_events import UserEvent
 
 __all__ = [
@@ -32,6 +43,8 @@ __all__ = [
     "event_of",
     "id_of",
     "kind_of",
+    "messages_in",
+    "notifications",
     "notify",
     "payloads_of",
 ]
@@ -113,11 +126,53 @@ def _payloads(key: str, message: str) -> list[str]:
     return [f"c|{key}|{i}|{len(chunks)}|{chunk}" for i, chunk in enumerate(chunks)]
 
 
-#: Every notification of a batch, in order, in one statement.
-_NOTIFY = text("SELECT pg_notify(:channel, p) FROM unnest(CAST(:payloads AS text[])) AS p")
-#: The same for asyncpg itself, on the listening connection.
-NOTIFY_SQL: Final = "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p"
+#: What separates the messages of one notification (``b|``): the ASCII record separator.
+_RECORD: Final = "\x1e"
+#: Bytes a notification may hold: under PostgreSQL's limit of 8000 (a whole message holds at
+#: most `_CHUNK_CHARS` characters, 7200 bytes, so it always fits alone).
+_NOTIFICATION_BYTES: Final = 7900
 
 
-def notify(connection: Connection, payloads: list[str]) -> None:
-    connection.execute(_NOTIFY, {"channel": CHANNEL, "payloads": payloads})
+def notifications(payloads: Sequence[str]) -> str:
+    """`payloads` (each from `payloads_of`, in order) as the text one statement sends
+    (`handrail.store.prepared.Notify`): whole messages that follow each other packed into one
+    notification while it stays under `_NOTIFICATION_BYTES` (one alone keeps its ``m|``, two
+    or more go as ``b|``, see the module), each part of a long message alone, the order
+    kept."""
+    out: list[str] = []
+    batch: list[str] = []
+    size = 0
+    for payload in payloads:
+        if not payload.startswith("m|"):
+            if batch:
+                out.append(_packed(batch))
+                batch, size = [], 0
+            out.append(payload)
+            continue
+        message = payload[2:]
+        length = len(message) if message.isascii() else len(message.encode())
+        if batch and size + 1 + length > _NOTIFICATION_BYTES:
+            out.append(_packed(batch))
+            batch, size = [], 0
+        batch.append(message)
+        size += length + 2 if len(batch) == 1 else length + 1
+    if batch:
+        out.append(_packed(batch))
+    return NOTIFICATIONS_SEPARATOR.join(out)
+
+
+def _packed(messages: list[str]) -> str:
+    return "m|" + messages[0] if len(messages) == 1 else "b|" + _RECORD.join(messages)
+
+
+def messages_in(payload: str) -> list[str] | None:
+    """The whole messages of a notification of several (``b|``), in order; None for any
+    other (``m|`` or a part, ``c|``: `EventBus` assembles those)."""
+    if payload.startswith("b|"):
+        return payload[2:].split(_RECORD)
+    return None
+
+
+def notify(connection: Connection, payloads: Sequence[str]) -> None:
+    """Send `payloads` (from `payloads_of`, in order) in one statement on `connection`."""
+    connection.execute(NOTIFY_TEXT, {"channel": CHANNEL, "payloads": notifications(payloads)})

@@ -84,6 +84,8 @@ from handrail.store.event_wire import (
     event_of,
     id_of,
     kind_of,
+    messages_in,
+    notifications,
     notify,
     payloads_of,
 )
@@ -407,7 +409,7 @@ class EventBus:
         async with self._driver_lock:
             if driver is not self._driver:
                 return False
-            await driver.execute(NOTIFY_SQL, CHANNEL, payloads)
+            await driver.execute(NOTIFY_SQL, CHANNEL, notifications(payloads))
         return True
 
     def _uncertain(self, event: UserEvent) -> None:
@@ -674,14 +676,29 @@ class EventBus:
                 await connection.close()
 
     def _heard(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        """A notification (on the event loop, from asyncpg). Every process hears every
-        event, its own too: its own are dropped before they are parsed (a message starts
-        with its origin), and another's are parsed only when a subscription here may want
-        them (one hears every kind, or the kind the message's head names); otherwise they are
-        kept as they came, for `since` to parse if a replay asks."""
+        """A notification (on the event loop, from asyncpg): one message, a part of one, or
+        several (see `handrail.store.event_wire`)."""
+        messages = messages_in(payload)
+        if messages is None:
+            try:
+                message = self._assemble(payload)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("an event notification could not be read; it is dropped")
+                return
+            if message is not None:
+                self._heard_message(message)
+            return
+        for message in messages:
+            self._heard_message(message)
+
+    def _heard_message(self, message: str) -> None:
+        """A whole message. Every process hears every event, its own too: its own are dropped
+        before they are parsed (a message starts with its origin), and another's are parsed
+        only when a subscription here may want them (one hears every kind, or the kind the
+        message's head names); otherwise they are kept as they came, for `since` to parse if
+        a replay asks."""
         try:
-            message = self._assemble(payload)
-            if message is None or message.startswith(self._own):
+            if message.startswith(self._own):
                 return  # this process delivered it when it published
             if message.find(AGAIN, 0, HEAD_CHARS) >= 0 and self._heard_already(message):
                 return

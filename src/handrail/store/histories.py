@@ -37,6 +37,7 @@ from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
 from handrail.store.db import QUICK_ROWS, Database, check_here, may_have_committed
+from handrail.store.event_wire import notifications
 from handrail.store.events import CHANNEL, Carried, EventBus, UserEvent
 from handrail.store.json_rows import JsonRows
 from handrail.store.leases import release_lease, write_lease
@@ -510,7 +511,7 @@ def _committed(error: BaseException) -> bool | None:
 
 
 def _notify_of(carried: Carried) -> Notify | None:
-    return (CHANNEL, carried.payloads) if carried.payloads else None
+    return (CHANNEL, notifications(carried.payloads)) if carried.payloads else None
 
 
 def _insert_history(connection: Connection, values: dict[str, Any], notify: Notify | None) -> None:
