@@ -54,6 +54,8 @@ async def _next(subscription: Subscription, count: int) -> list[UserEvent | None
 async def test_a_writes_events_reach_another_process_with_its_commit(
     postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A long gather: the write surely comes within it.
+    monkeypatch.setattr("handrail.store.events._SEND_GATHER_S", 30.0)
     async with listening_stores(postgres_cluster, tmp_path) as (one, two):
         statements = _notifying(monkeypatch)
         own = one.events.open("alice")
@@ -70,6 +72,9 @@ async def test_a_writes_events_reach_another_process_with_its_commit(
             change = HistoryChange(append=[_user("hi")], title="Trip", events=[renamed])
             await one.histories.apply(history.id, change, expected_version=1)
             assert await _next(heard, 2) == [started, renamed]
+            # The sender's wait was a timer, which the write stopped: no task was made.
+            assert one.events._sender is None
+            assert one.events._gather is None
             # This process hears each once: its own at publish, the write's after the commit.
             assert await _next(own, 3) == [created, started, renamed]
         one.events.discard(own)
@@ -229,3 +234,23 @@ async def test_a_write_behind_more_events_than_it_takes_keeps_its_historys_order
             got = await _next(heard, len(ahead) + 2)
             assert [e for e in got if e and e.history_id == history.id] == [started, renamed]
             assert [e for e in got if e and e.history_id != history.id] == ahead
+
+
+async def test_closing_sends_what_waits_for_the_gather_at_once(
+    postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("handrail.store.events._SEND_GATHER_S", 30.0)
+    url = pg_url(postgres_cluster)
+    one = await Store.open(url, blob_dir=tmp_path / "a")
+    two = await Store.open(url, blob_dir=tmp_path / "b")
+    try:
+        await two.events.start()
+        async with two.events.subscribe("alice") as heard:
+            sent = _event("a" * 24, title="last words")
+            await one.events.publish(sent)
+            assert await heard.get(timeout=0.3) is None  # waiting for the gather
+            await asyncio.wait_for(one.close(), 5)
+            assert await _next(heard, 1) == [sent]
+    finally:
+        await one.close()
+        await two.close()

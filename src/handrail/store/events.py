@@ -188,6 +188,9 @@ class EventBus:
         self._settled: asyncio.Future[None] | None = None
         self._outgoing: list[tuple[UserEvent, list[str]]] = []
         self._sender: asyncio.Task[None] | None = None
+        # The timer that starts the sender once the first events waited `_SEND_GATHER_S`: a
+        # write of their history often takes them first (`carry`), and then no task is made.
+        self._gather: asyncio.TimerHandle | None = None
         # The events the sender has on their way (done once `_sent` is), and the histories
         # whose writes carry events now, with how many such writes each (see `carry`).
         self._sending: list[tuple[UserEvent, list[str]]] = []
@@ -228,17 +231,35 @@ class EventBus:
         return payloads_of(self.origin, event, again=again)
 
     def _start_sender(self) -> None:
+        """Have what is queued sent: by the sender on its way, else by one started once the
+        first events waited `_SEND_GATHER_S` (at once when closing)."""
         if self._final:
             self._drop_outgoing()
             return
-        if self._outgoing and (self._sender is None or self._sender.done()):
+        if not self._outgoing or (self._sender is not None and not self._sender.done()):
+            return
+        if self._closed:
+            self._send_now()
+        elif self._gather is None:
+            self._gather = asyncio.get_running_loop().call_later(_SEND_GATHER_S, self._send_now)
+
+    def _send_now(self) -> None:
+        """Start the sender for what is still queued (the gather timer's callback)."""
+        if self._gather is not None:
+            self._gather.cancel()
+            self._gather = None
+        if self._final or not self._outgoing:
+            return
+        if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send_queued(), name="handrail-events-send")
 
     async def _send_queued(self) -> None:
         assert self._db is not None
+        first = True
         while self._outgoing:
-            if not self._closed:
+            if not first and not self._closed:
                 await asyncio.sleep(_SEND_GATHER_S)
+            first = False
             batch = self._next_batch()
             if not batch:
                 return  # what is left waits for a write of its history (`settle` sends it)
@@ -341,6 +362,9 @@ class EventBus:
                 # events go after it, after the commit, through the sender.
                 return Carried(history_id=history_id, events=tuple(events))
             self._outgoing = left
+            if not left and self._gather is not None:
+                self._gather.cancel()  # the sender has nothing left to wait for
+                self._gather = None
         histories = {history_id, *(e.history_id for e, _ in taken)}
         self._carrying.update(histories)
         self._writing += 1
@@ -584,6 +608,7 @@ class EventBus:
         its way. Events left to send after that, or given by a write that settles later, are
         dropped (logged at debug): their changes are in the database. Starts no task."""
         self._closed = True
+        self._send_now()  # what waits for the gather timer goes now
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _CLOSE_WAIT_S
         try:
@@ -601,6 +626,9 @@ class EventBus:
 
     async def _stop(self) -> None:
         self._final = True
+        if self._gather is not None:
+            self._gather.cancel()
+            self._gather = None
         sender, self._sender = self._sender, None
         if sender is not None and not sender.done():
             sender.cancel()
