@@ -19,7 +19,9 @@ separator), as many as stay under PostgreSQL's limit, each part of a long messag
 receiver takes them apart with `messages_in`. Neither separator this module uses can be in a
 message: JSON escapes every control character, and origins and ids are hex. Each notification
 costs PostgreSQL a queue entry and a message to every listening process, and the receiver a
-callback (a turn's events come in three or four notifications, not ten).
+callback (a turn's events come in three or four notifications, not ten). The processes on one
+database run one version: a process from before ``b|`` logs such a notification as unreadable
+and drops it.
 """
 
 from __future__ import annotations
