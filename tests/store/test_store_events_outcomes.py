@@ -18,7 +18,7 @@ from test_store_events import listening_stores, pg_url, two_stores
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
 from handrail.store.db import may_have_committed
 from handrail.store.event_wire import NOTIFY_SQL
-from handrail.store.events import Subscription
+from handrail.store.events import EventBus, Subscription
 
 
 def _event(history_id: str, kind: str = "history.renamed", **data: object) -> UserEvent:
@@ -379,3 +379,53 @@ async def test_a_close_that_is_cancelled_stops_listening_and_sending(
         go.set()
         await write
         assert _idle(one.events)
+
+
+async def test_a_send_that_keeps_failing_is_tried_until_it_goes_and_heard_once_in_order(
+    postgres_cluster: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database out of reach for a while: the sender tries again after a growing pause,
+    what was published meanwhile goes after, and each event is heard once, in order."""
+    monkeypatch.setattr("handrail.store.events._RESEND_S", (0.05, 0.1))
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await two.events.start()  # `one` does not listen: it sends through the pool
+        db = one.events._db
+        assert db is not None
+        autocommit = db.autocommit
+        calls: list[str] = []
+
+        async def out_of_reach(*args: Any, **kwargs: Any) -> Any:
+            calls.append("try")
+            if len(calls) == 2:  # the second try goes through, and its link fails after
+                await autocommit(*args, **kwargs)
+                raise ConnectionResetError("lost after it went through")
+            if len(calls) <= 4:
+                raise ConnectionRefusedError("the database is out of reach")
+            return await autocommit(*args, **kwargs)
+
+        monkeypatch.setattr(db, "autocommit", out_of_reach)
+        async with two.events.subscribe("alice") as heard:
+            first = _event("h" * 24, title="first")
+            await one.events.publish(first)
+            await asyncio.sleep(0.12)  # it failed twice meanwhile
+            later = _event("k" * 24, title="later")
+            await one.events.publish(later)
+            assert await _next(heard, 2) == [first, later]
+            assert await heard.get(timeout=0.3) is None  # none twice
+        assert len(calls) >= 5
+        assert "could not send 1 events to other processes" in caplog.text
+        assert _idle(one.events)
+
+
+async def test_events_waiting_past_the_bound_drop_the_oldest_with_an_error(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("handrail.store.events._OUTGOING_MAX", 3)
+    bus = EventBus()
+    bus._outgoing = [(_event("h" * 24, n=n), ["m|x"]) for n in range(5)]
+    bus._keep_outgoing_bounded()
+    assert [event.data["n"] for event, _ in bus._outgoing] == [2, 3, 4]
+    assert "2 events could not reach other processes and were dropped" in caplog.text

@@ -20,8 +20,9 @@ The bus is `EventBus`, one per `Store` (``store.events``)::
   `handrail.store.event_wire`). One task sends them, in the
   order published, without the publisher waiting: the events published while the last ones
   were on their way go together in one statement (one round trip, no transaction around it),
-  on the listening connection (through the pool while not listening), once more when that
-  fails (marked as sent again, as `EventBus.settle` does);
+  on the listening connection (through the pool while not listening), and again while that
+  fails, first, after a pause that grows to 5 s (marked as sent again, as `EventBus.settle`
+  does; at most `_OUTGOING_MAX` wait, the oldest dropped past it, logged);
   `EventBus.close` sends what is left (see there). On SQLite, events stay in the one process.
 - The events a history's write makes (`HistoryChange.events`, ``history.created``) are sent
   by the write itself on PostgreSQL (`EventBus.carry`, then `EventBus.settle`): its one
@@ -130,8 +131,12 @@ _PARTS_KEPT: Final = 64
 #: How many writes of a process carry their events at once (see `EventBus.carry`).
 _WRITES_CARRYING: Final = 1
 _RECONNECT_S: Final = (0.2, 0.5, 1.0, 2.0, 5.0)
-#: Seconds before the sender tries a statement that failed once more.
-_RESEND_S: Final = 0.1
+#: Seconds before the sender tries a statement that failed again, by how many times it failed
+#: in a row (the last one for every later failure).
+_RESEND_S: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
+#: Events waiting for the sender at most; past it (the database out of reach long) the
+#: oldest are dropped, logged: their changes are in the database.
+_OUTGOING_MAX: Final = 10_000
 #: Seconds `EventBus.close` waits for the sender and for the writes that carry events.
 _CLOSE_WAIT_S: Final = 5.0
 
@@ -225,6 +230,8 @@ class EventBus:
         # no transaction around it, all or none), unless a write of their history takes them
         # first (`carry`).
         self._outgoing.append((event, self._payloads_of(event)))
+        if len(self._outgoing) > _OUTGOING_MAX:
+            self._keep_outgoing_bounded()
         self._start_sender()
 
     def _payloads_of(self, event: UserEvent, *, again: bool = False) -> list[str]:
@@ -255,11 +262,12 @@ class EventBus:
 
     async def _send_queued(self) -> None:
         assert self._db is not None
-        first = True
+        pause: float | None = None  # before the first batch, the gather timer waited
+        failures = 0
         while self._outgoing:
-            if not first and not self._closed:
-                await asyncio.sleep(_SEND_GATHER_S)
-            first = False
+            if pause is not None and (failures or not self._closed):
+                await asyncio.sleep(pause)
+            pause = _SEND_GATHER_S
             batch = self._next_batch()
             if not batch:
                 return  # what is left waits for a write of its history (`settle` sends it)
@@ -267,22 +275,38 @@ class EventBus:
             self._sending = batch
             sent = self._sent = asyncio.get_running_loop().create_future()
             try:
-                try:
-                    await self._send(batch, payloads)
-                except Exception as exc:
-                    # Once more (a lost connection is replaced meanwhile): marked as sent
-                    # again, for the statement may have gone through before its link failed.
-                    log.warning("could not send events (%s); once more", type(exc).__name__)
-                    await asyncio.sleep(_RESEND_S)
-                    await self._send(batch, self._again(batch))
-            except Exception:
-                for event, _ in batch:
-                    log.exception(
-                        "could not send the %s event %s to other processes", event.kind, event.id
-                    )
+                await self._send(batch, payloads)
+                failures = 0
+            except Exception as exc:
+                # Again, first, after a pause that grows while the database stays out of reach
+                # (a lost connection is replaced meanwhile), until `close` gives up on them:
+                # marked as sent again, for the statement may have gone through before its
+                # link failed (a process that heard them drops them).
+                pause = _RESEND_S[min(failures, len(_RESEND_S) - 1)]
+                failures += 1
+                log.warning(
+                    "could not send %d events to other processes (%s); trying again in %g s",
+                    len(batch),
+                    type(exc).__name__,
+                    pause,
+                )
+                self._outgoing[0:0] = [(e, self._payloads_of(e, again=True)) for e, _ in batch]
+                self._keep_outgoing_bounded()
             finally:
                 self._sending = []
                 sent.set_result(None)
+
+    def _keep_outgoing_bounded(self) -> None:
+        """Drop the oldest events waiting past `_OUTGOING_MAX` (logged)."""
+        over = len(self._outgoing) - _OUTGOING_MAX
+        if over > 0:
+            del self._outgoing[:over]
+            log.error(
+                "%d events could not reach other processes and were dropped: the database "
+                "was out of reach too long (their changes are stored; streams there show them "
+                "once they reload)",
+                over,
+            )
 
     async def _send(self, batch: list[tuple[UserEvent, list[str]]], payloads: list[str]) -> None:
         """`payloads` (the notifications of `batch`) on the listening connection, else
