@@ -1163,7 +1163,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--level-warm-up must be in [0, 60]")
     slice_s = args.seconds / args.rounds
     per_level = args.seconds + 3 * args.rounds + 2 * args.level_warm_up
-    budget = len(levels) * len(keys) * per_level + 300
     versions = ", ".join(
         f"{name} {package_version(name)}"
         for name in (
@@ -1199,6 +1198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for key in keys
                 for k in ([key] if key in ("floor", "pg2split") else [key, key + BEFORE])
             ]
+        # How long a server may live (it stops by itself after that, should this script die
+        # without stopping it): every setup's levels, the --before ones too, and a margin.
+        budget = len(levels) * len(keys) * per_level + 300
         setups = start_setups(keys, Path(tmp), budget, stack, args.before)
         results: dict[tuple[str, int], Slice] = {}
         loop_factory = None
