@@ -250,11 +250,15 @@ class EventBus:
         elif self._gather is None:
             self._gather = asyncio.get_running_loop().call_later(_SEND_GATHER_S, self._send_now)
 
-    def _send_now(self) -> None:
-        """Start the sender for what is still queued (the gather timer's callback)."""
+    def _stop_gather(self) -> None:
+        """Cancel the gather timer, if one is set."""
         if self._gather is not None:
             self._gather.cancel()
             self._gather = None
+
+    def _send_now(self) -> None:
+        """Start the sender for what is still queued (the gather timer's callback)."""
+        self._stop_gather()
         if self._final or not self._outgoing:
             return
         if self._sender is None or self._sender.done():
@@ -386,9 +390,8 @@ class EventBus:
                 # events go after it, after the commit, through the sender.
                 return Carried(history_id=history_id, events=tuple(events))
             self._outgoing = left
-            if not left and self._gather is not None:
-                self._gather.cancel()  # the sender has nothing left to wait for
-                self._gather = None
+            if not left:
+                self._stop_gather()  # the sender has nothing left to wait for
         histories = {history_id, *(e.history_id for e, _ in taken)}
         self._carrying.update(histories)
         self._writing += 1
@@ -650,9 +653,7 @@ class EventBus:
 
     async def _stop(self) -> None:
         self._final = True
-        if self._gather is not None:
-            self._gather.cancel()
-            self._gather = None
+        self._stop_gather()
         sender, self._sender = self._sender, None
         if sender is not None and not sender.done():
             sender.cancel()

@@ -290,7 +290,7 @@ _BATCHES: weakref.WeakKeyDictionary[Connection, _Batch] = weakref.WeakKeyDiction
 _PARAMETER: Final = re.compile(r"\$(\d+)")
 
 #: The payloads of a `Notify`'s text, in order: the FROM item that notifies each.
-_PAYLOADS_OF: Final = "unnest(string_to_array({}, chr(31))) AS p"
+_PAYLOADS_OF: Final = f"unnest(string_to_array({{}}, chr({ord(NOTIFICATIONS_SEPARATOR)}))) AS p"
 #: Notifications in order, in one statement (`batched` with ``notify``), for asyncpg and for
 #: SQLAlchemy.
 NOTIFY_SQL: Final = "SELECT pg_notify($1, p) FROM " + _PAYLOADS_OF.format("$2::text")
