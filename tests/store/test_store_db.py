@@ -22,7 +22,7 @@ from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_u
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
-HEAD = "0018"
+HEAD = "0019"
 
 TABLES = {
     "activity",
@@ -241,6 +241,59 @@ async def test_migration_0015_writes_fewer_index_pages_and_goes_back(database_ur
         assert before["ix_turn_leases_until"] == {"columns": ["until"], "where": None}
         await db.write(_to_head)
         assert await db.read(_indexes) == indexes
+
+
+def _to_0018(connection: Connection) -> None:
+    command.downgrade(alembic_config(connection), "0018")
+
+
+def _rows_foreign_keys(connection: Connection) -> list[str]:
+    """Read on the writer's connection, the one that migrated (a SQLite reader's ``PRAGMA
+    foreign_key_list`` answers from the schema it read last until a statement reloads it)."""
+    return [
+        str(key["referred_table"]) for key in inspect(connection).get_foreign_keys("history_rows")
+    ]
+
+
+def _a_history_with_rows(connection: Connection) -> None:
+    now = utc_now()
+    connection.execute(
+        text(
+            "INSERT INTO histories (id, owner_id, agent, version, next_seq, created, updated)"
+            " VALUES ('h1', 'alice', 'demo', 2, 2, :now, :now)"
+        ),
+        {"now": now},
+    )
+    for seq, call in ((0, None), (1, "call_1")):
+        connection.execute(
+            text(
+                "INSERT INTO history_rows (history_id, seq, type, tool_call_id, data, created)"
+                " VALUES ('h1', :seq, 'user', :call, '{}', :now)"
+            ),
+            {"seq": seq, "call": call, "now": now},
+        )
+
+
+async def test_migration_0019_drops_the_rows_foreign_key_and_keeps_the_rows(
+    database_url: str,
+) -> None:
+    """The rows' key to `histories` goes (a history change checks its history itself); on SQLite
+    the table is copied, so its rows and its partial index must come through."""
+    async with Database(database_url) as db:
+        await db.migrate()
+        indexes = await db.read(_indexes)
+        assert await db.write(_rows_foreign_keys) == []
+        await db.write(_to_0018)
+        assert await db.write(_rows_foreign_keys) == ["histories"]
+        await db.write(_a_history_with_rows)
+        await db.write(_to_head)
+        assert await db.write(_rows_foreign_keys) == []
+        assert await db.read(_indexes) == indexes
+        rows = await db.read(
+            all_rows, text("SELECT seq, tool_call_id FROM history_rows ORDER BY seq")
+        )
+        assert [tuple(row) for row in rows] == [(0, None), (1, "call_1")]
+        assert await db.read(_schema_diff) == []
 
 
 def _plan_of(connection: Connection, sql: str, count: int) -> str:

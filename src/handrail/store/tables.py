@@ -101,12 +101,10 @@ histories = Table(
 history_rows = Table(
     "history_rows",
     metadata,
-    Column(
-        "history_id",
-        String(ID),
-        ForeignKey("histories.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    # No foreign key to `histories`: a row is only written by a history change, which moves
+    # that history's version on first (by compare-and-set) and writes nothing when it is
+    # missing, and no history is ever removed (migration 0019 says what the key cost).
+    Column("history_id", String(ID), nullable=False),
     Column("seq", Integer, nullable=False),
     Column("type", String(64), nullable=False),
     Column("tool_call_id", String(NAME), nullable=True),
