@@ -6,12 +6,15 @@ turns, a subprocess for each tree that opens a `Store` on a new database and run
 the store for an ask-then-answer cycle (create; load; a change that appends the prompt and the
 ask and sets the pending ask and title; load; the answer's change with its ask status and a
 lease; the reply's change that releases the lease). It prints each run's CPU per cycle (the
-subprocess's own, from `time.process_time`) and the median ratio, after / before:
+subprocess's own, from `time.process_time`; and PostgreSQL's: its backends serving that run's
+database, from /proc) and the median ratios, after / before:
 
     .venv/bin/python bench/pg_store_cycle.py --before /work/base --rounds 4
 
 No HTTP, runtime or model: the figure is the store path alone (SQLAlchemy, asyncpg, the
-statements' own work), which `bench/load.py` shows only among the rest of a server's CPU.
+statements' own work), which `bench/load.py` shows only among the rest of a server's CPU. The
+backends' CPU leaves out the cluster's shared helpers (the WAL writer, the checkpointer), which
+`bench/load.py` and `bench/asgi_cpu.py` count with the rest of the cluster.
 """
 
 from __future__ import annotations
@@ -25,8 +28,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def backends_cpu_s(database: str) -> float:
+    """CPU seconds of the live PostgreSQL backends serving `database` (each one's process title
+    is ``postgres: <user> <database> ...``), from /proc."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+            if not title.startswith("postgres: ") or title.split()[2:3] != [database]:
+                continue
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
 
 
 async def cycles(url: str, seconds: float, tasks: int) -> dict[str, float]:
@@ -83,16 +106,25 @@ async def cycles(url: str, seconds: float, tasks: int) -> dict[str, float]:
         while time.monotonic() < until:
             await one()
 
+    database = urlsplit(url).path.lstrip("/")
     try:
         for _ in range(20):  # connections opened, statements prepared
             await one()
         done = 0
+        backends = backends_cpu_s(database)
         start, cpu = time.monotonic(), time.process_time()
         await asyncio.gather(*(worker(start + seconds) for _ in range(tasks)))
         wall, cpu = time.monotonic() - start, time.process_time() - cpu
+        # Before the store closes: its backends end with their connections.
+        backends = backends_cpu_s(database) - backends
     finally:
         await store.close()
-    return {"cycles": done, "cpu_ms": cpu * 1000 / done, "per_s": done / wall}
+    return {
+        "cycles": done,
+        "cpu_ms": cpu * 1000 / done,
+        "pg_ms": backends * 1000 / done,
+        "per_s": done / wall,
+    }
 
 
 def main() -> None:
@@ -130,11 +162,16 @@ def main() -> None:
     print(f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, results in runs.items():
         cpu = ", ".join(f"{r['cpu_ms']:.3f}" for r in results)
+        pg = ", ".join(f"{r['pg_ms']:.3f}" for r in results)
         rate = ", ".join(f"{r['per_s']:.0f}" for r in results)
-        print(f"{name}: CPU ms/cycle {cpu}; cycles/s {rate}")
-    after = statistics.median(r["cpu_ms"] for r in runs["after"])
-    before = statistics.median(r["cpu_ms"] for r in runs["before"])
-    print(f"median CPU ms/cycle after / before: {after:.3f} / {before:.3f} ({after / before:.2f})")
+        print(f"{name}: CPU ms/cycle {cpu}; PostgreSQL backends {pg}; cycles/s {rate}")
+    for key, what in (("cpu_ms", "CPU ms/cycle"), ("pg_ms", "PostgreSQL backends' CPU ms/cycle")):
+        after = statistics.median(r[key] for r in runs["after"])
+        before = statistics.median(r[key] for r in runs["before"])
+        print(f"median {what} after / before: {after:.3f} / {before:.3f} ({after / before:.2f})")
+    after = statistics.median(r["per_s"] for r in runs["after"])
+    before = statistics.median(r["per_s"] for r in runs["before"])
+    print(f"median cycles/s after / before: {after:.0f} / {before:.0f} ({after / before:.2f})")
 
 
 if __name__ == "__main__":
