@@ -282,6 +282,18 @@ async def test_unknown_history_is_not_found(store: Store) -> None:
         await store.histories.apply("a" * 24, HistoryChange(), expected_version=1)
 
 
+async def test_a_change_to_a_missing_history_writes_no_rows(store: Store) -> None:
+    """No foreign key keeps rows from a missing history (migration 0019): the change's own
+    compare-and-set does, on both backends, and writes none of them."""
+    missing = "b" * 24
+    change = HistoryChange(
+        append=[user("a"), ask_call("call_1")], pending_ask=pending_ask("call_1"), title="t"
+    )
+    with pytest.raises(NotFound):
+        await store.histories.apply(missing, change, expected_version=1)
+    assert await _state(store, missing) == (None, [])
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
