@@ -31,24 +31,23 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def backends_cpu_s(database: str) -> float:
     """CPU seconds of the live PostgreSQL backends serving `database` (each one's process title
     is ``postgres: <user> <database> ...``), from /proc."""
+    from load import process_cpu_s
+
     total = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             title = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
-            if not title.startswith("postgres: ") or title.split()[2:3] != [database]:
-                continue
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+        if title.startswith("postgres: ") and title.split()[2:3] == [database]:
+            total += process_cpu_s(int(entry.name))
     return total
 
 

@@ -6,7 +6,8 @@ write that ends starts no task. Two stores on one database stand for two process
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from test_store_events import listening_stores, pg_url, two_stores
 
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
-from handrail.store.db import may_have_committed
+from handrail.store.db import Database, may_have_committed
 from handrail.store.event_wire import NOTIFY_SQL
 from handrail.store.events import EventBus, Subscription
 
@@ -295,16 +296,25 @@ async def test_close_cancels_a_sender_that_does_not_get_through(
         assert _idle(one.events)
 
 
+@contextlib.asynccontextmanager
+async def _sender_and_listener(
+    postgres_cluster: object, tmp_path: Path
+) -> AsyncIterator[tuple[Store, Store, Database, Callable[..., Awaitable[Any]]]]:
+    """Two stores on one database: `one` sends through its pool (it does not listen), `two`
+    listens; with `one`'s database and its own `autocommit`, for a test to wrap."""
+    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
+        await two.events.start()
+        db = one.events._db
+        assert db is not None
+        yield one, two, db, db.autocommit
+
+
 async def test_a_send_that_fails_goes_once_more_and_is_heard_once(
     postgres_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The sender's statement fails (its connection lost on the way, whether or not it went
     through): it is sent once more, and heard once."""
-    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
-        await two.events.start()  # `one` does not listen: it sends through the pool
-        db = one.events._db
-        assert db is not None
-        autocommit = db.autocommit
+    async with _sender_and_listener(postgres_cluster, tmp_path) as (one, two, db, autocommit):
         calls: list[bool] = []
 
         async def lost_once(*args: Any, **kwargs: Any) -> Any:
@@ -390,11 +400,7 @@ async def test_a_send_that_keeps_failing_is_tried_until_it_goes_and_heard_once_i
     """The database out of reach for a while: the sender tries again after a growing pause,
     what was published meanwhile goes after, and each event is heard once, in order."""
     monkeypatch.setattr("handrail.store.events._RESEND_S", (0.05, 0.1))
-    async with two_stores(pg_url(postgres_cluster), tmp_path) as (one, two):
-        await two.events.start()  # `one` does not listen: it sends through the pool
-        db = one.events._db
-        assert db is not None
-        autocommit = db.autocommit
+    async with _sender_and_listener(postgres_cluster, tmp_path) as (one, two, db, autocommit):
         calls: list[str] = []
 
         async def out_of_reach(*args: Any, **kwargs: Any) -> Any:
