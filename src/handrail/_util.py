@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+import orjson
+
 T = TypeVar("T")
 
 
@@ -169,6 +171,9 @@ def iso(moment: dt.datetime) -> str:
 
 _MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
 
+#: What orjson leaves to the fallback encoder rather than writing in a form of its own.
+_ORJSON_OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
 
 def json_encoder(
     *,
@@ -182,7 +187,11 @@ def json_encoder(
     encoder at each call, which costs more than encoding a small value). Without the circular
     check (a value that holds itself raises `RecursionError`, not `ValueError`): the C
     encoder's record of the objects it is in keeps an entry after an error, which would wrongly
-    refuse a later value. Where the C encoder is missing, the plain encoder's `encode`."""
+    refuse a later value. Where the C encoder is missing, the plain encoder's `encode`.
+
+    Compact, unsorted text with its non-ASCII characters kept (``separators=(",", ":")``,
+    ``ensure_ascii=False``, no `sort_keys`) is orjson's, several times faster on the writes and
+    responses of every turn; see `compact_json_bytes` for what differs."""
     item, key = separators
     fallback = json.JSONEncoder(
         ensure_ascii=ensure_ascii,
@@ -192,17 +201,61 @@ def json_encoder(
         check_circular=False,
     )
     if _MAKE_ENCODER is None:
-        return fallback.encode
-    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    encode = _MAKE_ENCODER(
-        None, fallback.default, quote, None, key, item, sort_keys, False, allow_nan
-    )
-    join = "".join
+        slow: Callable[[Any], str] = fallback.encode
+    else:
+        quote = (
+            json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+        )
+        encode = _MAKE_ENCODER(
+            None, fallback.default, quote, None, key, item, sort_keys, False, allow_nan
+        )
+        join = "".join
+
+        def slow(value: Any) -> str:
+            return join(encode(value, 0))
+
+    if separators != (",", ":") or ensure_ascii or sort_keys:
+        return slow
+    return orjson_first(slow)
+
+
+def orjson_first(fallback: Callable[[Any], str]) -> Callable[[Any], str]:
+    """An encoder that gives orjson's compact text (see `compact_json_bytes` for how it
+    differs from ``json.dumps``'s), and `fallback`'s text, or its error, for a value orjson
+    does not take."""
+    slow = fallback
+    dumps = orjson.dumps
+    options = _ORJSON_OPTIONS
 
     def encoded(value: Any) -> str:
-        return join(encode(value, 0))
+        try:
+            return dumps(value, option=options).decode()
+        except TypeError:  # orjson.JSONEncodeError: the C encoder's text, or its error
+            return slow(value)
 
     return encoded
+
+
+_COMPACT_SLOW: Final = json_encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def compact_json_bytes(value: Any) -> bytes:
+    """`value` as compact JSON in UTF-8 (``json.dumps(value, ensure_ascii=False,
+    separators=(",", ":"))`` encoded), made by orjson: the text of a response body, an
+    event or a stored JSON column, several times faster than the standard library's.
+
+    The text is the standard library's but for two things. Some floats are written in another
+    form of the same number (``1.5e-7`` for ``1.5e-07``, ``0.00001`` for ``1e-05``); NaN and
+    the infinities, which JSON does not have, are written as ``null``. What orjson does not
+    take (a key that is not a string, an integer past 64 bits, a lone surrogate, a type it
+    would write in a form of its own such as a dataclass or a datetime) goes to the standard
+    library's encoder, which gives its text or raises its error (`TypeError`, or `ValueError`
+    for NaN), and a lone surrogate then fails to encode as UTF-8 (`UnicodeEncodeError`), as
+    it always did."""
+    try:
+        return orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return _COMPACT_SLOW(value).encode("utf-8")
 
 
 # --- storable text ------------------------------------------------------------------------------
@@ -250,7 +303,7 @@ def storable(value: T) -> tuple[T, bool]:
     return _storable(value)
 
 
-_ENCODER: Final = json_encoder(ensure_ascii=False)
+_ENCODER: Final = json_encoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _clean_json(value: dict[Any, Any] | list[Any]) -> bool:

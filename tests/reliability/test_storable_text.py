@@ -10,7 +10,9 @@ actions to their results, which then say so (`UNSTORABLE_NOTE`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_helpers import start_api
+from server_helpers import Api, Stream, start_api
 
 from handrail._util import REPLACEMENT, storable, storable_text
 from handrail.actions import ActionResult
@@ -285,23 +287,52 @@ async def test_model_text_and_arguments_are_made_storable(bench: Bench) -> None:
     assert_fine(await bench.turn("hello", history_id))
 
 
+@contextlib.asynccontextmanager
+async def _returning(
+    returns: Callable[[], Any], database_url: str, tmp_path: Path
+) -> AsyncIterator[tuple[Api, Stream]]:
+    """A server whose agent has the read-only tool `returns`, and a turn that called it (it did
+    not fail)."""
+    tool = Tool.from_function(returns, description="Returns a value.", read_only=True)
+    async with start_api(database_url, tmp_path, agents=[Agent("helper", tools=[tool])]) as api:
+        await api.store.permissions.set("alice", "local:helper", "read-only")
+        stream = await api.say(call("returns", {}))
+        assert not [e for e in stream.events if "error" in e]
+        yield api, stream
+
+
 async def test_through_the_server_the_history_reads_back(database_url: str, tmp_path: Path) -> None:
     """On SQLite a lone surrogate from a tool was a 500, and the history read as 500 for ever."""
 
     def returns() -> str:
         return "half \ud83d of it \x00"
 
-    tool = Tool.from_function(returns, description="Returns text.", read_only=True)
-    agents = [Agent("helper", tools=[tool])]
-    async with start_api(database_url, tmp_path, agents=agents) as api:
-        await api.store.permissions.set("alice", "local:helper", "read-only")
-        stream = await api.say(call("returns", {}))
-        assert not [e for e in stream.events if "error" in e]
+    async with _returning(returns, database_url, tmp_path) as (api, stream):
         history = await api.history(stream.history_id)
         shown = [r for r in history["rows"] if r["type"] == "tool-result"]
         assert shown[0]["result"] == f"half \ufffd of it \ufffd\n\n({UNSTORABLE_NOTE})"
         await api.say("hello", stream.history_id)
         assert (await api.get(f"/histories/{stream.history_id}")).status_code == 200
+
+
+async def test_nan_and_the_infinities_are_null_stored_shown_and_sent(
+    database_url: str, tmp_path: Path
+) -> None:
+    """JSON has no NaN: a tool's NaN was a 500 when its history was read on SQLite, and a
+    failed write on PostgreSQL (JSONB refuses it). It is null for the model, the store and
+    the client alike; a float that is a number stays exactly that number."""
+
+    def returns() -> dict[str, Any]:
+        return {"ratio": math.nan, "bounds": [math.inf, -math.inf], "small": 1.5e-07}
+
+    async with _returning(returns, database_url, tmp_path) as (api, stream):
+        expected = {"ratio": None, "bounds": [None, None], "small": 1.5e-07}
+        history = await api.history(stream.history_id)
+        assert results(history["rows"]) == {"returns": expected}
+        said = [r["text"] for r in history["rows"] if r["type"] == "assistant"]
+        assert said == ['returns returned: {"ratio":null,"bounds":[null,null],"small":1.5e-7}']
+        stored = await api.store.histories.rows(stream.history_id)
+        assert results([r.data for r in stored]) == {"returns": expected}
 
 
 # --- HTTP action results ----------------------------------------------------------------------

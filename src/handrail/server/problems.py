@@ -30,7 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
-from .._util import json_encoder, new_uuid4
+from .._util import compact_json_bytes, new_uuid4
 from ..connections import SecretKeyMissing
 from ..connections.oauth import SignInUnknown
 from ..errors import (
@@ -181,18 +181,19 @@ def request_id_of(scope_or_request: Request | Scope) -> str:
 
 
 class _JsonResponse(JSONResponse):
-    """A `JSONResponse` with the very bytes Starlette's gives, from an encoder built once
-    (``json.dumps`` with Starlette's options makes one at each call)."""
+    """A `JSONResponse` whose body is `compact_json_bytes`: Starlette's options (compact, the
+    non-ASCII characters kept), made by orjson rather than ``json.dumps``, which builds an
+    encoder at each call and escapes each string in a loop of its own."""
 
     def render(self, content: Any) -> bytes:
-        return _RESPONSE_JSON(content).encode("utf-8")
+        return compact_json_bytes(content)
 
     @classmethod
     def of(cls, content: Any, status_code: int) -> _JsonResponse:
         """``cls(content, status_code)``, the same status, body and headers, without the
         general constructor's steps for headers given, a media type and a background task."""
         response = cls.__new__(cls)
-        body = _RESPONSE_JSON(content).encode("utf-8")
+        body = compact_json_bytes(content)
         response.status_code = status_code
         response.background = None
         response.body = body
@@ -205,9 +206,6 @@ class _JsonResponse(JSONResponse):
 
 
 _JSON_TYPE: Final = (b"content-type", b"application/json")
-
-
-_RESPONSE_JSON: Final = json_encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def ok(request: Request, data: Any, *, status_code: int = 200) -> JSONResponse:

@@ -11,8 +11,6 @@ Migrations import these by name, so they keep their names and storage forever.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import json.encoder
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -21,7 +19,16 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["JSONData", "UTCDateTime", "json_text", "sqlite_utc_text", "utc_value"]
+from handrail._util import json_encoder, orjson_first
+
+__all__ = [
+    "JSONData",
+    "UTCDateTime",
+    "json_text",
+    "sqlite_utc_text",
+    "stored_json_text",
+    "utc_value",
+]
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -88,41 +95,27 @@ def utc_value(value: dt.datetime | None) -> dt.datetime | None:
     return None if value is None else _in_utc(value)
 
 
-#: `json.dumps`'s own encoder (its defaults: ASCII only, ``", "`` and ``": "``), built once:
-#: `json.dumps` builds one at each call, behind three Python calls. Without the circular check
-#: (a value holding itself raises `RecursionError`, not `ValueError`): the C encoder's record of
-#: the objects it is in keeps an entry after an error, which would wrongly refuse a later value.
-_MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
-_DUMPS: Final[Callable[[Any, int], Any] | None] = (
-    None
-    if _MAKE_ENCODER is None
-    else _MAKE_ENCODER(
-        None,
-        json.JSONEncoder().default,
-        json.encoder.encode_basestring_ascii,
-        None,
-        ": ",
-        ", ",
-        False,
-        False,
-        True,
-    )
-)
+#: The text of a value in a JSON column: compact, its non-ASCII characters kept, made by
+#: orjson; a value orjson does not take (a key that is not a string, an integer past 64 bits,
+#: a lone surrogate) is written by ``json.dumps``'s C encoder, compact and ASCII only, so a
+#: surrogate is an escape any database holds. The engines' ``json_serializer`` too
+#: (`handrail.store.db`), so SQLAlchemy's own statements store the same text as `Prepared`
+#: ones. A row's JSON is read back as JSON, never compared as text.
+stored_json_text: Final = orjson_first(json_encoder(separators=(",", ":")))
 
 
 def json_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """A `JSONData` bind (on SQLite, and on PostgreSQL before asyncpg's ``jsonb`` codec):
-    SQLAlchemy's processor (`process`, which stores ``json.dumps(value)``, None as SQL NULL),
-    with the text of a dict or a list made in one call of the encoder `json.dumps` uses (the
-    very same text)."""
-    dumps = _DUMPS
-    if dumps is None:
-        return process
+    SQLAlchemy's processor (`process`: the engine's ``json_serializer``, `stored_json_text`; None
+    as SQL NULL),
+    with the text of a dict or a list made by `stored_json_text` in one call (compact JSON,
+    without the processor's steps for SQL NULL and JSON null)."""
+    dumps = stored_json_text
 
     def json_text(value: Any) -> Any:
         kind = value.__class__
         if kind is dict or kind is list:
-            return "".join(dumps(value, 0))
+            return dumps(value)
         return process(value)
 
     return json_text

@@ -62,6 +62,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
 from handrail.errors import ConfigError
+from handrail.store._types import stored_json_text
 from handrail.store.greenlets import spawn
 from handrail.store.kept import Kept, in_transaction, roll_back_after
 from handrail.store.prepared import drop_direct, keep_direct
@@ -440,6 +441,7 @@ class Database:
                 # more than a transaction, so the pool must not open and close them by turns.
                 pool_size=PG_POOL_SIZE,
                 max_overflow=PG_POOL_OVERFLOW,
+                json_serializer=stored_json_text,
             )
             # Values go as soon as SQLAlchemy catches the error, before its rollback and
             # whatever it logs while the error is being handled.
@@ -462,6 +464,7 @@ class Database:
             "echo": echo,
             "hide_parameters": True,
             "logging_name": LOGGING_NAME,
+            "json_serializer": stored_json_text,
         }
         engine = (
             # One shared connection, or each thread would get its own empty database.
