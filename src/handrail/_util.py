@@ -192,6 +192,16 @@ def json_encoder(
     Compact, unsorted text with its non-ASCII characters kept (``separators=(",", ":")``,
     ``ensure_ascii=False``, no `sort_keys`) is orjson's, several times faster on the writes and
     responses of every turn; see `compact_json_bytes` for what differs."""
+    slow = _standard_encoder(ensure_ascii, allow_nan, sort_keys, separators)
+    if separators != (",", ":") or ensure_ascii or sort_keys:
+        return slow
+    return orjson_first(slow)
+
+
+def _standard_encoder(
+    ensure_ascii: bool, allow_nan: bool, sort_keys: bool, separators: tuple[str, str]
+) -> Callable[[Any], str]:
+    """`json_encoder`'s text by the standard library's C encoder."""
     item, key = separators
     fallback = json.JSONEncoder(
         ensure_ascii=ensure_ascii,
@@ -201,22 +211,17 @@ def json_encoder(
         check_circular=False,
     )
     if _MAKE_ENCODER is None:
-        slow: Callable[[Any], str] = fallback.encode
-    else:
-        quote = (
-            json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-        )
-        encode = _MAKE_ENCODER(
-            None, fallback.default, quote, None, key, item, sort_keys, False, allow_nan
-        )
-        join = "".join
+        return fallback.encode
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    encode = _MAKE_ENCODER(
+        None, fallback.default, quote, None, key, item, sort_keys, False, allow_nan
+    )
+    join = "".join
 
-        def slow(value: Any) -> str:
-            return join(encode(value, 0))
+    def encoded(value: Any) -> str:
+        return join(encode(value, 0))
 
-    if separators != (",", ":") or ensure_ascii or sort_keys:
-        return slow
-    return orjson_first(slow)
+    return encoded
 
 
 def orjson_first(fallback: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -236,7 +241,7 @@ def orjson_first(fallback: Callable[[Any], str]) -> Callable[[Any], str]:
     return encoded
 
 
-_COMPACT_SLOW: Final = json_encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_COMPACT_SLOW: Final = _standard_encoder(False, False, False, (",", ":"))
 
 
 def compact_json_bytes(value: Any) -> bytes:
