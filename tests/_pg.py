@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -240,3 +241,24 @@ def end_other_sessions(connection: Connection) -> None:
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     )
+
+
+def notifying_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement that sends notifications from now on, as asyncpg runs it (the store's
+    writes and the event sender both run on asyncpg itself)."""
+    statements: list[str] = []
+    execute, fetch = asyncpg.Connection.execute, asyncpg.Connection.fetch
+
+    async def executed(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> Any:
+        if "pg_notify" in query:
+            statements.append(query)
+        return await execute(self, query, *args, **kw)
+
+    async def fetched(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> Any:
+        if "pg_notify" in query:
+            statements.append(query)
+        return await fetch(self, query, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", executed)
+    monkeypatch.setattr(asyncpg.Connection, "fetch", fetched)
+    return statements

@@ -10,10 +10,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 from test_store_events import listening_stores, pg_url, two_stores
 
+from _pg import notifying_statements
 from handrail.store import HistoryChange, HistoryConflict, Store, UserEvent
 from handrail.store.events import _SEND_MAX, Subscription
 
@@ -26,27 +26,6 @@ def _event(history_id: str, kind: str = "history.renamed", **data: object) -> Us
     return UserEvent(kind=kind, user_id="alice", history_id=history_id, data=data)  # type: ignore[arg-type]
 
 
-def _notifying(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every statement that sends notifications, as asyncpg runs it (the store's writes and
-    the event sender both run on asyncpg itself)."""
-    statements: list[str] = []
-    execute, fetch = asyncpg.Connection.execute, asyncpg.Connection.fetch
-
-    async def executed(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> Any:
-        if "pg_notify" in query:
-            statements.append(query)
-        return await execute(self, query, *args, **kw)
-
-    async def fetched(self: asyncpg.Connection, query: str, *args: object, **kw: Any) -> Any:
-        if "pg_notify" in query:
-            statements.append(query)
-        return await fetch(self, query, *args, **kw)
-
-    monkeypatch.setattr(asyncpg.Connection, "execute", executed)
-    monkeypatch.setattr(asyncpg.Connection, "fetch", fetched)
-    return statements
-
-
 async def _next(subscription: Subscription, count: int) -> list[UserEvent | None]:
     return [await subscription.get(timeout=5) for _ in range(count)]
 
@@ -57,7 +36,7 @@ async def test_a_writes_events_reach_another_process_with_its_commit(
     # A long gather: the write surely comes within it.
     monkeypatch.setattr("handrail.store.events._SEND_GATHER_S", 30.0)
     async with listening_stores(postgres_cluster, tmp_path) as (one, two):
-        statements = _notifying(monkeypatch)
+        statements = notifying_statements(monkeypatch)
         own = one.events.open("alice")
         async with two.events.subscribe("alice") as heard:
             history = await one.histories.create("alice", agent="demo", announce=True)

@@ -73,7 +73,7 @@ from .rows import Row, replayed, user_row
 from .running import RunningBoard
 from .steps import StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
-from .turn import Principal, Turn, TurnStopped
+from .turn import Principal, Turn, TurnStopped, finished_data
 from .turn_end import DELETED_DURING_TURN, TurnEnd
 
 log = logging.getLogger("handrail.runtime")
@@ -504,18 +504,19 @@ class Runtime:
             )
 
     async def _turn_ended(self, turn: Turn) -> None:
-        """``turn.failed`` or ``turn.finished`` (with the title and the ask it paused on)."""
+        """``turn.failed`` or ``turn.finished`` (with the title and the ask it paused on),
+        unless the turn's last write carried ``turn.finished`` already (`TurnEnd.commit`)."""
         if turn.error is not None:
             await self._turn_event(turn, "turn.failed", {"error": turn.error})
             return
-        data: dict[str, Any] = {}
-        if turn.title:
-            data["title"] = turn.title
-        if turn.pending_summary is not None:
-            data["pendingToolCallId"] = turn.pending_summary["toolCallId"]
-        if turn.stopped:
-            data["stopped"] = True
-        await self._turn_event(turn, "turn.finished", data)
+        if turn.finished_published:
+            return
+        pending = turn.pending_summary
+        await self._turn_event(
+            turn,
+            "turn.finished",
+            finished_data(turn, turn.title, pending["toolCallId"] if pending else None),
+        )
 
     async def _prompt_turn(
         self,

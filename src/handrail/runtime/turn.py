@@ -107,6 +107,9 @@ class Turn:
         self.pending_summary: dict[str, Any] | None = None
         self.error: str | None = None
         self.task: asyncio.Task[None] | None = None
+        #: Set once the turn's last write carried its ``turn.finished`` event (its commit
+        #: published it with the write's own): nothing publishes it again.
+        self.finished_published = False
 
     @property
     def events(self) -> list[Event]:
@@ -169,3 +172,18 @@ class Turn:
             pending_ask=self.pending_summary,
             error=self.error,
         )
+
+
+def finished_data(
+    turn: Turn, title: str | None, pending_tool_call_id: str | None
+) -> dict[str, Any]:
+    """The data of `turn`'s ``turn.finished`` event but its ``turnId``: the conversation's
+    title, the ask the turn paused on, and whether Stop ended it."""
+    data: dict[str, Any] = {}
+    if title:
+        data["title"] = title
+    if pending_tool_call_id is not None:
+        data["pendingToolCallId"] = pending_tool_call_id
+    if turn.stopped:
+        data["stopped"] = True
+    return data

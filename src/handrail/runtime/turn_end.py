@@ -27,6 +27,7 @@ from .models.adapters import AdapterError
 from .models.base import ModelError
 from .rows import Row, result_row, title_of
 from .steps import CANCEL_OTHER, TurnRun
+from .turn import finished_data
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -196,6 +197,19 @@ class TurnEnd:
                 )
             if pending is not None:
                 events.append(user_ask_created(current.owner_id, history_id, pending))
+            if run.turn.user_id:
+                # The turn ends with this write: its commit publishes ``turn.finished`` with
+                # the write's own events (on PostgreSQL in the same statement, where one
+                # published after it would cost a statement of its own).
+                data = finished_data(run.turn, title, pending.tool_call_id if pending else None)
+                events.append(
+                    UserEvent(
+                        kind="turn.finished",
+                        user_id=run.turn.user_id,
+                        history_id=history_id,
+                        data={**data, "turnId": run.turn.id},
+                    )
+                )
             appended[:] = rows
             return HistoryChange(
                 append=rows,
@@ -230,6 +244,7 @@ class TurnEnd:
                 waiting, "one_ask_at_a_time", user_id=run.history.owner_id, history_id=history_id
             )
         run.turn.title = title
+        run.turn.finished_published = bool(run.turn.user_id)
         run.metadata = metadata
         if reread:
             self.runtime.last_commits.drop(history_id)
