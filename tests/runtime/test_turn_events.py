@@ -5,6 +5,7 @@ database stand for two processes."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -83,18 +84,52 @@ async def test_a_turns_events_reach_another_process_with_its_last_write(
 async def test_on_sqlite_the_finished_event_comes_once_after_the_writes(
     tmp_path: Path,
 ) -> None:
+    """One ``turn.finished``, last; whoever hears it finds the turn no longer running."""
     store = await Store.open(f"sqlite:///{tmp_path / 'h.db'}", blob_dir=tmp_path / "files")
     runtime = Runtime(store=store, agents=Agent("helper"), model=ScriptedModel())
     try:
         async with store.events.subscribe("alice") as heard:
-            turn = await runtime.start_prompt(ALICE, "hello")
-            assert "done" in [event async for event in turn.stream()][-1]
-            kinds = []
-            while (event := await heard.get(timeout=0.5)) is not None:
-                kinds.append(event.kind)
-        assert kinds.count("turn.finished") == 1
-        assert kinds[-1] == "turn.finished"
-        assert kinds.index("history.created") < kinds.index("turn.started")
+            for prompt in ("hello", ASK):
+                turn = await runtime.start_prompt(ALICE, prompt)
+                kinds = []
+                while (event := await heard.get(timeout=5)) is not None:
+                    kinds.append(event.kind)
+                    if event.kind == "turn.finished":
+                        # Heard before the turn's task went on: the turn ended all the same.
+                        assert await runtime.running.of(turn.history_id) is None
+                        break
+                assert "done" in [event async for event in turn.stream()][-1]
+                assert kinds.index("history.created") < kinds.index("turn.started")
+                assert kinds.count("turn.finished") == 1
+                assert kinds[-1] == "turn.finished"
+            assert await heard.get(timeout=0.2) is None  # and nothing after it
+    finally:
+        await runtime.aclose()
+        await store.close()
+
+
+async def test_whoever_hears_turn_finished_finds_the_turn_ended(tmp_path: Path) -> None:
+    """An answer with a data URL keeps a copy of its bytes until the turn ends, and removes it
+    after the turn's last write (store calls the turn's task waits on): ``turn.finished``,
+    which that write carries, is heard meanwhile, and the turn is no longer running by then."""
+    store = await Store.open(f"sqlite:///{tmp_path / 'h.db'}", blob_dir=tmp_path / "files")
+    runtime = Runtime(store=store, agents=Agent("helper"), model=ScriptedModel())
+    ask = "ask_files " + json.dumps({"prompt": "Send the receipt.", "accept": ["text"]})
+    note = b"Lunch, 2 people\n"
+    try:
+        turn = await runtime.start_prompt(ALICE, ask)
+        events = [event async for event in turn.stream()]
+        call_id = next(e["ask"]["toolCallId"] for e in events if "ask" in e)
+        url = "data:text/plain;base64," + base64.b64encode(note).decode()
+        ref = {"url": url, "filename": "note.txt", "mimeType": "text/plain", "size": len(note)}
+        answer = {"toolCallId": call_id, "action": "accept", "content": {"files": [ref]}}
+        async with store.events.subscribe("alice", kinds=("turn.finished",)) as heard:
+            answering = await runtime.start_answer(ALICE, turn.history_id, answer)
+            finished = await heard.get(timeout=5)
+            assert finished is not None
+            assert finished.data["turnId"] == answering.id
+            assert await runtime.running.of(turn.history_id) is None
+        assert "done" in [event async for event in answering.stream()][-1]
     finally:
         await runtime.aclose()
         await store.close()

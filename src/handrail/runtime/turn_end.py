@@ -239,6 +239,10 @@ class TurnEnd:
         except LeaseLost:
             await self.taken_over(run)
             return
+        # Whoever heard this write's turn.finished (delivered here at its commit, before this
+        # task yields) finds the turn no longer running here either; the turn's end does it
+        # again, with nothing left to do.
+        self.runtime.running.ended(run.turn)
         for waiting in dropped:
             await self.runtime._calls.release(
                 waiting, "one_ask_at_a_time", user_id=run.history.owner_id, history_id=history_id
