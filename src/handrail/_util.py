@@ -228,15 +228,14 @@ def orjson_first(fallback: Callable[[Any], str]) -> Callable[[Any], str]:
     """An encoder that gives orjson's compact text (see `compact_json_bytes` for how it
     differs from ``json.dumps``'s), and `fallback`'s text, or its error, for a value orjson
     does not take."""
-    slow = fallback
     dumps = orjson.dumps
     options = _ORJSON_OPTIONS
 
     def encoded(value: Any) -> str:
         try:
             return dumps(value, option=options).decode()
-        except TypeError:  # orjson.JSONEncodeError: the C encoder's text, or its error
-            return slow(value)
+        except TypeError:  # orjson.JSONEncodeError: the fallback's text, or its error
+            return fallback(value)
 
     return encoded
 

@@ -73,7 +73,7 @@ from .rows import Row, replayed, user_row
 from .running import RunningBoard
 from .steps import StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
-from .turn import Principal, Turn, TurnStopped, finished_data
+from .turn import Principal, Turn, TurnStopped, finished_event
 from .turn_end import DELETED_DURING_TURN, TurnEnd
 
 log = logging.getLogger("handrail.runtime")
@@ -509,13 +509,11 @@ class Runtime:
         if turn.error is not None:
             await self._turn_event(turn, "turn.failed", {"error": turn.error})
             return
-        if turn.finished_published:
+        if turn.finished_published or not turn.user_id:
             return
         pending = turn.pending_summary
-        await self._turn_event(
-            turn,
-            "turn.finished",
-            finished_data(turn, turn.title, pending["toolCallId"] if pending else None),
+        await self.publish(
+            finished_event(turn, turn.title, pending["toolCallId"] if pending else None)
         )
 
     async def _prompt_turn(

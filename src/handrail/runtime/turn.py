@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._util import new_id
+from ..store import UserEvent
 from .events import Event
 
 
@@ -174,11 +175,9 @@ class Turn:
         )
 
 
-def finished_data(
-    turn: Turn, title: str | None, pending_tool_call_id: str | None
-) -> dict[str, Any]:
-    """The data of `turn`'s ``turn.finished`` event but its ``turnId``: the conversation's
-    title, the ask the turn paused on, and whether Stop ended it."""
+def finished_event(turn: Turn, title: str | None, pending_tool_call_id: str | None) -> UserEvent:
+    """`turn`'s ``turn.finished`` event: the conversation's title, the ask the turn paused on,
+    and whether Stop ended it."""
     data: dict[str, Any] = {}
     if title:
         data["title"] = title
@@ -186,4 +185,7 @@ def finished_data(
         data["pendingToolCallId"] = pending_tool_call_id
     if turn.stopped:
         data["stopped"] = True
-    return data
+    data["turnId"] = turn.id
+    return UserEvent(
+        kind="turn.finished", user_id=turn.user_id, history_id=turn.history_id, data=data
+    )

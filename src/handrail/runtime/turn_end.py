@@ -27,7 +27,7 @@ from .models.adapters import AdapterError
 from .models.base import ModelError
 from .rows import Row, result_row, title_of
 from .steps import CANCEL_OTHER, TurnRun
-from .turn import finished_data
+from .turn import finished_event
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -201,15 +201,8 @@ class TurnEnd:
                 # The turn ends with this write: its commit publishes ``turn.finished`` with
                 # the write's own events (on PostgreSQL in the same statement, where one
                 # published after it would cost a statement of its own).
-                data = finished_data(run.turn, title, pending.tool_call_id if pending else None)
-                events.append(
-                    UserEvent(
-                        kind="turn.finished",
-                        user_id=run.turn.user_id,
-                        history_id=history_id,
-                        data={**data, "turnId": run.turn.id},
-                    )
-                )
+                pending_id = pending.tool_call_id if pending else None
+                events.append(finished_event(run.turn, title, pending_id))
             appended[:] = rows
             return HistoryChange(
                 append=rows,

@@ -106,10 +106,9 @@ stored_json_text: Final = orjson_first(json_encoder(separators=(",", ":")))
 
 def json_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """A `JSONData` bind (on SQLite, and on PostgreSQL before asyncpg's ``jsonb`` codec):
-    SQLAlchemy's processor (`process`: the engine's ``json_serializer``, `stored_json_text`; None
-    as SQL NULL),
-    with the text of a dict or a list made by `stored_json_text` in one call (compact JSON,
-    without the processor's steps for SQL NULL and JSON null)."""
+    SQLAlchemy's processor (`process`: the engine's ``json_serializer``, `stored_json_text`;
+    None as SQL NULL), with the text of a dict or a list made by `stored_json_text` in one
+    call, without the processor's steps for SQL NULL and JSON null."""
     dumps = stored_json_text
 
     def json_text(value: Any) -> Any:
