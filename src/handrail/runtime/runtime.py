@@ -247,8 +247,10 @@ class Runtime:
             if page_tools is not None:
                 # Checked before anything is stored: a refused prompt creates no conversation.
                 page = read_page_tools(page_tools, agent=new_agent, timeout=self.page_tool_timeout)
+            # Its insert need not wait for the disk: the turn's first write (its pause, its
+            # end or what a failure keeps) does, for both.
             history = await self.store.histories.create(
-                principal.user_id, agent=new_agent.name, announce=True
+                principal.user_id, agent=new_agent.name, announce=True, synced=False
             )
         else:
             state, known = await self._prompt_state(principal, history_id)

@@ -19,7 +19,12 @@ runs fastest without blocking the event loop:
   savepoint costs 1.7 times the CPU); when one raises, it gets its error, the transaction is
   rolled back and the others run again in a new one, each in a savepoint then, so that a
   second failure is rolled back alone. A group whose commit fails, or whose transaction SQLite
-  itself rolled back, runs again one transaction per write.
+  itself rolled back, runs again one transaction per write. A work marked `unsynced` (a
+  change that a durable one follows, such as a conversation made for a prompt) does not wait
+  for the disk when its group holds nothing else: that commit runs at ``synchronous=NORMAL``,
+  written to the WAL but not flushed, and the next commit's fsync (or a checkpoint's) flushes
+  it with its own, since the WAL is one file written in order. A crash of the process loses
+  none of it (the WAL is in the operating system's hands); a power loss before that flush may.
 - PostgreSQL: the transaction runs on SQLAlchemy's async engine over asyncpg
   (`AsyncConnection.run_sync`), which waits on the network without a thread.
 
@@ -80,6 +85,7 @@ __all__ = [
     "first_row",
     "may_have_committed",
     "row_count",
+    "unsynced",
     "without_values",
 ]
 
@@ -93,6 +99,10 @@ MIGRATIONS_DIR: Final = Path(__file__).resolve().parent / "migrations"
 MIGRATION_LOCK_KEY: Final = int.from_bytes(b"handrail", "big", signed=True)
 
 SYNCHRONOUS_LEVELS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
+#: The levels at which a commit waits for the disk, and the statement an `unsynced` group's
+#: commit runs before (``NORMAL`` in WAL mode: written, not flushed).
+_SYNCED_LEVELS: Final = frozenset({"FULL", "EXTRA"})
+_COMMIT_UNSYNCED: Final = "PRAGMA synchronous=NORMAL"
 
 #: SQLite waits this long for another writer's lock before giving up.
 BUSY_TIMEOUT_S: Final = 30
@@ -129,6 +139,8 @@ _HERE: Final = "handrail_here"
 #: The name of handrail's engines in SQLAlchemy's logs: they log to
 #: ``sqlalchemy.engine.Engine.handrail``.
 LOGGING_NAME: Final = "handrail"
+
+log = logging.getLogger("handrail.store")
 
 Backend = Literal["sqlite", "postgresql"]
 
@@ -319,8 +331,35 @@ def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...
         return in_transaction(connection, work, args)
 
 
+class Unsynced:
+    """A write's work whose commit need not wait for the disk (`unsynced`)."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Callable[..., Any]) -> None:
+        self.work = work
+
+    def __call__(self, connection: Connection, *args: Any, **kwargs: Any) -> Any:
+        return self.work(connection, *args, **kwargs)
+
+
+def unsynced(work: Work[P, T]) -> Work[P, T]:
+    """`work` (a write's) marked as a change whose commit need not wait for the disk, for a
+    change that a durable one follows and that holds nothing a person gave: a conversation
+    made for a prompt, whose turn then writes (at its pause, its end or its failure). On
+    SQLite at ``FULL`` or ``EXTRA`` a group commit of only such writes runs at ``NORMAL``: in
+    the WAL, not flushed; the next commit's fsync or a checkpoint flushes it, a crash of the
+    process loses none of it, a power loss before that may. Beside any other write in its
+    group, and on PostgreSQL, it commits as any write."""
+    return cast(Work[P, T], Unsynced(work))
+
+
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
-    return functools.partial(work, **kwargs) if kwargs else work
+    if not kwargs:
+        return work
+    if type(work) is Unsynced:
+        return cast(Callable[..., T], Unsynced(functools.partial(work.work, **kwargs)))
+    return functools.partial(work, **kwargs)
 
 
 #: The result of a read on the writer thread that must run on a reader thread instead.
@@ -401,6 +440,8 @@ class Database:
                 f"synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}, not {synchronous!r}."
             )
         self.synchronous = level
+        #: What sets a connection back to `synchronous` after an `unsynced` commit.
+        self._level_statement = f"PRAGMA synchronous={level}"
         self.backend: Backend = (
             "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
         )
@@ -654,6 +695,37 @@ class Database:
         A work may thus run more than once before its transaction commits, as it may after a
         failed commit: it is a function of the database, and any other effect of it waits for
         its result."""
+        if self.synchronous in _SYNCED_LEVELS and all(type(w) is Unsynced for w, _ in group):
+            return self._unsynced_group(group)
+        return self._commit_group(group)
+
+    def _unsynced_group(
+        self, group: list[tuple[Callable[..., Any], tuple[Any, ...]]]
+    ) -> list[tuple[Any, BaseException | None]]:
+        """`_write_group` for writes that are all `unsynced`: committed at ``NORMAL``, then
+        the connection back at the store's level. A connection that cannot be set back is
+        given up (the next write opens one at the store's level), never left unsynced."""
+        connection, driver = self._connection()
+        if driver.in_transaction:  # left open by a rollback that failed: never committed
+            _roll_back(connection, driver)
+        driver.execute(_COMMIT_UNSYNCED)
+        try:
+            return self._commit_group(group)
+        finally:
+            try:
+                driver.execute(self._level_statement)
+            except Exception:
+                log.exception(
+                    "setting the writer's connection back to synchronous=%s failed; it is replaced",
+                    self.synchronous,
+                )
+                with contextlib.suppress(Exception):
+                    connection.invalidate()
+
+    def _commit_group(
+        self, group: list[tuple[Callable[..., Any], tuple[Any, ...]]]
+    ) -> list[tuple[Any, BaseException | None]]:
+        """`_write_group` at the connection's level."""
         if len(group) == 1:
             return [self._write_alone(*group[0])]
         connection, driver = self._connection()

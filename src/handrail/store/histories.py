@@ -36,7 +36,7 @@ from handrail._util import new_sorted_id, utc_now
 from handrail.asks.pending import PendingAsk
 from handrail.errors import Conflict, HistoryNotFound
 from handrail.store.audit import insert_audit, write_open_gate
-from handrail.store.db import QUICK_ROWS, Database, check_here, may_have_committed
+from handrail.store.db import QUICK_ROWS, Database, check_here, may_have_committed, unsynced
 from handrail.store.event_wire import notifications
 from handrail.store.events import CHANNEL, Carried, EventBus, UserEvent
 from handrail.store.json_rows import JsonRows
@@ -145,11 +145,19 @@ class HistoryRepo:
         self._events = events if events is not None else EventBus()
 
     async def create(
-        self, owner_id: str, *, agent: str, title: str | None = None, announce: bool = False
+        self,
+        owner_id: str,
+        *,
+        agent: str,
+        title: str | None = None,
+        announce: bool = False,
+        synced: bool = True,
     ) -> History:
         """A new history. With `announce`, ``history.created`` is published: on PostgreSQL
         to the other processes by the insert itself (see `EventBus.carry`), here once it
-        committed."""
+        committed. Without `synced`, for a conversation that a turn's write follows (one made
+        for a prompt), the insert's commit does not wait for the disk on SQLite (`unsynced`):
+        the turn's first write puts both on it."""
         now = utc_now()
         values: dict[str, Any] = {
             "id": new_sorted_id(),
@@ -167,9 +175,10 @@ class HistoryRepo:
             "ask_key": None,
         }
         history = _history_from(values)
+        insert = _insert_history if synced else _INSERT_UNSYNCED
         if not announce:
             # One statement: on PostgreSQL it commits alone, without a BEGIN and a COMMIT.
-            await self._db.autocommit(_insert_history, values, None)
+            await self._db.autocommit(insert, values, None)
             return history
         created = UserEvent(
             kind="history.created",
@@ -180,7 +189,7 @@ class HistoryRepo:
         carried = await self._events.carry(history.id, [created])
         try:
             # Still one statement, the notification in it.
-            await self._db.autocommit(_insert_history, values, _notify_of(carried))
+            await self._db.autocommit(insert, values, _notify_of(carried))
         except BaseException as error:
             self._events.settle(carried, committed=_committed(error))
             raise
@@ -520,6 +529,10 @@ def _insert_history(connection: Connection, values: dict[str, Any], notify: Noti
         return
     with batched(connection, last=True, notify=notify):
         _INSERT_HISTORY.later(connection, values)
+
+
+#: `_insert_history` for a conversation that a turn's write follows (`HistoryRepo.create`).
+_INSERT_UNSYNCED: Final = unsynced(_insert_history)
 
 
 @functools.cache

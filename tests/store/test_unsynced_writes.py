@@ -1,0 +1,243 @@
+"""Writes marked `unsynced` (a change that a durable one follows): on SQLite at FULL or EXTRA a
+group commit of only such writes runs at ``synchronous=NORMAL`` (into the WAL, not flushed),
+and the connection is back at the store's level for the next write; beside any other write
+it commits as that one does. A conversation made for a prompt is such a write: the turn's
+own write then waits for the disk for both. The process may crash in between and lose none of
+it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, event, text
+
+from handrail.runtime import Runtime
+from handrail.runtime.agent import Agent
+from handrail.runtime.models.scripted import ScriptedModel
+from handrail.runtime.turn import Principal
+from handrail.store import Database, Store
+from handrail.store.db import unsynced
+
+LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+def _level(connection: Connection) -> str:
+    """The connection's ``synchronous`` level, read inside the write transaction."""
+    value = connection.execute(text("PRAGMA synchronous")).scalar_one()
+    return LEVELS[int(value)]
+
+
+def _insert_and_level(connection: Connection, key: int) -> str:
+    connection.execute(text("INSERT INTO t (id) VALUES (:id)"), {"id": key})
+    return _level(connection)
+
+
+def _fail(connection: Connection) -> None:
+    connection.execute(text("INSERT INTO t (id) VALUES (99)"))
+    raise ValueError("this write fails after its insert")
+
+
+def _keys(connection: Connection) -> list[int]:
+    return [row.id for row in connection.execute(text("SELECT id FROM t ORDER BY id"))]
+
+
+def _create(connection: Connection) -> None:
+    connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
+
+
+@pytest.fixture(params=["FULL", "EXTRA"])
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'u.db'}", synchronous=request.param)
+    await database.write(_create)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def test_an_unsynced_write_commits_at_normal_and_the_next_write_at_the_level(
+    db: Database,
+) -> None:
+    assert await db.write(unsynced(_insert_and_level), 1) == "NORMAL"
+    assert await db.write(_insert_and_level, 2) == db.synchronous
+    # Keyword arguments keep the mark.
+    assert await db.write(unsynced(_insert_and_level), key=3) == "NORMAL"
+    assert await db.autocommit(unsynced(_insert_and_level), 4) == "NORMAL"
+    assert await db.write(_insert_and_level, 5) == db.synchronous
+    assert await db.read(_keys) == [1, 2, 3, 4, 5]
+
+
+async def test_a_failing_unsynced_write_leaves_the_level_as_it_was(db: Database) -> None:
+    with pytest.raises(ValueError, match="fails after its insert"):
+        await db.write(unsynced(_fail))
+    assert await db.write(_insert_and_level, 1) == db.synchronous
+    assert await db.read(_keys) == [1]
+
+
+def _hold(connection: Connection, started: threading.Event, go: threading.Event) -> str:
+    """Holds the writer thread until `go`, so that the writes sent meanwhile queue up."""
+    started.set()
+    assert go.wait(10)
+    return _insert_and_level(connection, 0)
+
+
+async def _queued(database: Database, *works: Any) -> list[Any]:
+    """`works` (each a work and its arguments) sent while the writer is held, so that they
+    reach it together and share a commit; their results, in order."""
+    started, go = threading.Event(), threading.Event()
+    first = asyncio.ensure_future(database.write(_hold, started, go))
+    await asyncio.to_thread(started.wait, 10)
+    others = [asyncio.ensure_future(database.write(*work)) for work in works]
+    await asyncio.sleep(0.05)  # every write is in the writer's queue
+    go.set()
+    assert await first == database.synchronous
+    return list(await asyncio.gather(*others))
+
+
+async def test_unsynced_writes_together_commit_at_normal(db: Database) -> None:
+    results = await _queued(db, (unsynced(_insert_and_level), 1), (unsynced(_insert_and_level), 2))
+    assert results == ["NORMAL", "NORMAL"]
+    assert await db.write(_insert_and_level, 3) == db.synchronous
+
+
+async def test_an_unsynced_write_beside_another_commits_at_the_level(db: Database) -> None:
+    results = await _queued(db, (unsynced(_insert_and_level), 1), (_insert_and_level, 2))
+    assert results == [db.synchronous, db.synchronous]
+    assert await db.read(_keys) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("level", ["OFF", "NORMAL"])
+async def test_a_store_that_does_not_wait_for_the_disk_is_left_as_it_is(
+    level: str, tmp_path: Path
+) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'u.db'}", synchronous=level)
+    try:
+        await database.write(_create)
+        assert await database.write(unsynced(_insert_and_level), 1) == level
+        assert await database.write(_insert_and_level, 2) == level
+    finally:
+        await database.close()
+
+
+async def test_a_connection_that_cannot_be_set_back_is_replaced(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    level = db.synchronous
+    # The statement that sets the level back fails (sqlite3 runs one statement at a time).
+    db._level_statement = f"PRAGMA synchronous={level}; SELECT 1"
+    with caplog.at_level(logging.ERROR, logger="handrail.store"):
+        assert await db.write(unsynced(_insert_and_level), 1) == "NORMAL"
+    assert "it is replaced" in caplog.text
+    # The writer's next connection is a new one, at the store's level: never left unsynced.
+    assert await db.write(_insert_and_level, 2) == level
+    assert await db.read(_keys) == [1, 2]
+
+
+_KILLED_CHILD = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from handrail.store import Store
+
+    async def main():
+        store = await Store.open(sys.argv[1], blob_dir=sys.argv[2], synchronous="FULL")
+        history = await store.histories.create("alice", agent="assistant", synced=False)
+        print(history.id, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no close, no later write, no checkpoint
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_killed_process_loses_no_unsynced_write(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    store = await Store.open(url, blob_dir=tmp_path / "blobs")
+    await store.close()  # migrated
+    child = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", _KILLED_CHILD, url, str(tmp_path / "blobs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
+    assert child.returncode == -9, child.stderr
+    history_id = child.stdout.strip()
+    assert len(history_id) == 24
+    # The WAL the killed process wrote is in the file system; the next opener recovers it.
+    with sqlite3.connect(tmp_path / "k.db") as other:
+        found = other.execute("SELECT owner_id FROM histories WHERE id = ?", (history_id,))
+        assert found.fetchall() == [("alice",)]
+
+
+def _agent() -> list[Agent]:
+    return [Agent(name="assistant", instructions="Be brief.", asks=True)]
+
+
+async def test_a_conversation_made_for_a_prompt_waits_for_the_disk_with_its_turn(
+    tmp_path: Path,
+) -> None:
+    seen: list[str] = []
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(seen.append)
+
+    # Every connection the store opens, the writer's first among them, reports what it runs.
+    event.listen(Engine, "connect", on_connect)
+    try:
+        store = await Store.open(f"sqlite:///{tmp_path / 'p.db'}", blob_dir=tmp_path / "blobs")
+    finally:
+        event.remove(Engine, "connect", on_connect)
+    runtime = Runtime(store=store, agents=_agent(), model=ScriptedModel())
+    principal = Principal(user_id="alice")
+    try:
+        created = await store.histories.create("alice", agent="assistant")
+        turn = await runtime.start_prompt(principal, "hello")
+        events = [event async for event in turn.stream()]
+        assert events[-1]["done"] is True
+        new_id = events[-1]["historyId"]
+        assert new_id != created.id
+        assert await store.histories.get(new_id) is not None
+    finally:
+        await store.close()
+
+    def writes_of(history_id: str) -> list[tuple[str, str]]:
+        """(level, first statement) of each write transaction that names `history_id`."""
+        level, out, begun = "FULL", [], False
+        for statement in seen:
+            upper = statement.upper()
+            if upper.startswith("PRAGMA SYNCHRONOUS="):
+                level = upper.split("=", 1)[1]
+            elif upper.startswith("BEGIN IMMEDIATE"):
+                begun = True
+            elif begun:
+                begun = False
+                if history_id in statement:
+                    out.append((level, statement.split(" (", 1)[0]))
+        return out
+
+    # The conversation created on its own (as `POST /api/histories` does) waits for the disk.
+    assert writes_of(created.id) == [("FULL", "INSERT INTO histories")]
+    # The one made for the prompt does not; the turn's write after it does, for both.
+    made = writes_of(new_id)
+    assert made[0] == ("NORMAL", "INSERT INTO histories")
+    assert len(made) > 1
+    assert all(level == "FULL" for level, _ in made[1:])
+
+
+async def test_an_unsynced_conversation_on_each_backend(store: Store) -> None:
+    history = await store.histories.create("alice", agent="assistant", synced=False)
+    again = await store.histories.get(history.id)
+    assert again is not None
+    assert (again.owner_id, again.agent, again.version) == ("alice", "assistant", 1)
