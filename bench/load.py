@@ -146,8 +146,9 @@ def count_sqlite() -> None:
     The count is taken where a statement is handed to the driver (a `sqlite3.Connection` and
     `sqlite3.Cursor` subclass, on the thread that already runs Python for it), not by SQLite's
     trace callback: that one formats each statement with its values bound (a conversation's
-    pending ask is 1.5 kB of JSON) and takes the GIL in the middle of every step, which cost
-    the server up to a quarter of its CPU a cycle, and more the more statements a cycle runs."""
+    pending ask is 1.5 kB of JSON) and takes the GIL in the middle of every step (a two-insert
+    transaction 14 µs against 8.6 µs counted here), a cost that grows with the statements a
+    cycle runs, more handrail's than the floor's."""
     import sqlite3
 
     connect = sqlite3.connect
