@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sqlite3
 import subprocess
 import sys
@@ -170,7 +169,6 @@ async def test_a_killed_process_loses_no_unsynced_write(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ},
     )
     assert child.returncode == -9, child.stderr
     history_id = child.stdout.strip()
