@@ -164,28 +164,26 @@ def count_sqlite() -> None:
         elif not head.startswith(("COMMIT", "ROLLBACK", "END", "SAVEPOINT", "RELEASE")):
             COUNTERS.statements()
 
-    class CountingCursor(sqlite3.Cursor):
+    class Counting:
+        """`execute` and `executemany` that count their statement, for a cursor and a
+        connection alike (the class after this one in the bases runs it)."""
+
         def execute(self, sql: str, parameters: Any = (), /) -> Any:
             count(sql)
-            return super().execute(sql, parameters)
+            return super().execute(sql, parameters)  # type: ignore[misc]
 
         def executemany(self, sql: str, parameters: Any, /) -> Any:
             count(sql)
-            return super().executemany(sql, parameters)
+            return super().executemany(sql, parameters)  # type: ignore[misc]
 
-    class CountingConnection(sqlite3.Connection):
-        # The C methods of `sqlite3.Connection` call neither of these overrides, so a
+    class CountingCursor(Counting, sqlite3.Cursor):
+        pass
+
+    class CountingConnection(Counting, sqlite3.Connection):
+        # The C methods of `sqlite3.Connection` call none of these overrides, so a
         # statement given to `execute` is counted once.
         def cursor(self, factory: Any = CountingCursor) -> Any:
             return super().cursor(factory)
-
-        def execute(self, sql: str, parameters: Any = (), /) -> Any:
-            count(sql)
-            return super().execute(sql, parameters)
-
-        def executemany(self, sql: str, parameters: Any, /) -> Any:
-            count(sql)
-            return super().executemany(sql, parameters)
 
     def counting_connect(*args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("factory", CountingConnection)
