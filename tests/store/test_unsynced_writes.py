@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, event, text
+from sqlalchemy import Connection, text
 
 from handrail.runtime import Runtime
 from handrail.runtime.agent import Agent
@@ -27,6 +27,7 @@ from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.turn import Principal
 from handrail.store import Database, Store
 from handrail.store.db import unsynced
+from synced_writes import open_traced
 
 LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -186,17 +187,8 @@ def _agent() -> list[Agent]:
 async def test_a_conversation_made_for_a_prompt_waits_for_the_disk_with_its_turn(
     tmp_path: Path,
 ) -> None:
-    seen: list[str] = []
-
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.set_trace_callback(seen.append)
-
-    # Every connection the store opens, the writer's first among them, reports what it runs.
-    event.listen(Engine, "connect", on_connect)
-    try:
-        store = await Store.open(f"sqlite:///{tmp_path / 'p.db'}", blob_dir=tmp_path / "blobs")
-    finally:
-        event.remove(Engine, "connect", on_connect)
+    traced = await open_traced(tmp_path / "p.db")
+    store = traced.store
     runtime = Runtime(store=store, agents=_agent(), model=ScriptedModel())
     principal = Principal(user_id="alice")
     try:
@@ -210,25 +202,10 @@ async def test_a_conversation_made_for_a_prompt_waits_for_the_disk_with_its_turn
     finally:
         await store.close()
 
-    def writes_of(history_id: str) -> list[tuple[str, str]]:
-        """(level, first statement) of each write transaction that names `history_id`."""
-        level, out, begun = "FULL", [], False
-        for statement in seen:
-            upper = statement.upper()
-            if upper.startswith("PRAGMA SYNCHRONOUS="):
-                level = upper.split("=", 1)[1]
-            elif upper.startswith("BEGIN IMMEDIATE"):
-                begun = True
-            elif begun:
-                begun = False
-                if history_id in statement:
-                    out.append((level, statement.split(" (", 1)[0]))
-        return out
-
     # The conversation created on its own (as `POST /api/histories` does) waits for the disk.
-    assert writes_of(created.id) == [("FULL", "INSERT INTO histories")]
+    assert traced.writes(created.id) == [("FULL", "INSERT INTO histories")]
     # The one made for the prompt does not; the turn's write after it does, for both.
-    made = writes_of(new_id)
+    made = traced.writes(new_id)
     assert made[0] == ("NORMAL", "INSERT INTO histories")
     assert len(made) > 1
     assert all(level == "FULL" for level, _ in made[1:])

@@ -211,6 +211,7 @@ class TurnEnd:
                 lease=_release(run),
                 audit=audit,
                 events=events,
+                synced=not _redone_if_lost(run, rows, audit, pending, dropped),
             )
 
         # First try the history as the turn last saw it: when nothing changed meanwhile, the
@@ -365,6 +366,30 @@ def _title_for(run: TurnRun) -> str | None:
         if row.get("type") == "user":
             return title_of(str(row.get("text", "")))
     return None
+
+
+def _redone_if_lost(
+    run: TurnRun,
+    rows: list[Row],
+    audit: list[Any],
+    pending: PendingAsk | None,
+    dropped: list[PendingAsk],
+) -> bool:
+    """Whether a turn's last change is one that its lease would have made again had a power
+    loss undone it, so that its commit need not wait for the disk (`HistoryChange.synced`):
+    the turn holds a lease, written with its input (the answer, the message), which waited
+    for the disk; a lapsed lease has a live process take the turn over and run the model
+    again from that input (`Recovery`). So the change may hold the model's text and calls,
+    and nothing the model could not make again: no tool's result (a tool that ran may have
+    acted), no new ask (a person may answer it), no audit record, no ask dropped from the
+    line."""
+    return (
+        run.lease_owner is not None
+        and pending is None
+        and not audit
+        and not dropped
+        and not any(row.get("type") == "tool-result" for row in rows)
+    )
 
 
 def _release(run: TurnRun) -> Any:

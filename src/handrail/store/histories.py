@@ -279,6 +279,9 @@ class HistoryRepo:
         transaction itself, with the history's events published before and not sent yet
         (see `EventBus.carry`), here after the commit.
 
+        Without `HistoryChange.synced` (and with no event the outbox keeps), the commit does
+        not wait for the disk on SQLite (`unsynced`).
+
         Raises `HistoryConflict` when the version moved on, `HistoryNotFound` when the history does
         not exist or was deleted, and `ValueError` (writing nothing) for a row without a
         ``type``, an unknown ask status, or a ``toolCallId`` that matches no row.
@@ -289,7 +292,8 @@ class HistoryRepo:
         carried = await self._events.carry(history_id, change.events)
         try:
             written = await self._db.write(
-                _apply,
+                # What the outbox keeps goes out of the process: it waits for the disk.
+                _apply if change.synced or kept else _APPLY_UNSYNCED,
                 history_id,
                 change,
                 expected_version,
@@ -683,6 +687,10 @@ def _apply(
         created=row["created"],
         updated=now,
     )
+
+
+#: `_apply` for a change that need not wait for the disk (`HistoryChange.synced`).
+_APPLY_UNSYNCED: Final = unsynced(_apply)
 
 
 def _write_the_rest(
