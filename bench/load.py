@@ -41,11 +41,12 @@ its event loop's thread spent (``/proc/<pid>/task/<pid>/stat``: the rest is the 
 threads on SQLite, and on both the driver's and the default executor's); on PostgreSQL also
 the CPU of the cluster's processes and its WAL fsyncs (``pg_stat_wal``). A bench-only route
 of each server (in this script's ``--serve`` mode, never in handrail) returns its database
-counters: statements, transactions, write transactions (commits that fsync) and round trips
-to the database. On SQLite a round trip is one transaction's hop to a worker thread; on
-PostgreSQL it is each request asyncpg sends and waits for (BEGIN, a prepare, an execution,
-COMMIT). The figures per cycle divide by every cycle the slice ran, including the ones that
-finished after its end.
+counters: statements, transactions, write transactions (commits) and round trips to the
+database; on SQLite the WAL fsyncs are the commits less those that do not wait for the disk
+(`handrail.store.db.unsynced`). On SQLite a round trip is one transaction's hop to a worker
+thread; on PostgreSQL it is each request asyncpg sends and waits for (BEGIN, a prepare, an
+execution, COMMIT). The figures per cycle divide by every cycle the slice ran, including the
+ones that finished after its end.
 
 Ratios are to the floor at the same client count in the same run. On this 2-core machine the
 load generator, the servers and PostgreSQL share the cores, so cycles/s says little about a
@@ -111,7 +112,7 @@ class Counters:
     """Database work a server process did, counted from every thread (``next`` on an
     `itertools.count` is one atomic C call, so counting costs the server next to nothing)."""
 
-    NAMES = ("statements", "transactions", "writes", "round_trips")
+    NAMES = ("statements", "transactions", "writes", "round_trips", "unsynced")
 
     def __init__(self) -> None:
         self.counts = {name: itertools.count() for name in self.NAMES}
@@ -119,6 +120,7 @@ class Counters:
         self.transactions = self.counts["transactions"].__next__
         self.writes = self.counts["writes"].__next__
         self.round_trips = self.counts["round_trips"].__next__
+        self.unsynced = self.counts["unsynced"].__next__
 
     def snapshot(self) -> dict[str, int]:
         return {name: count.__reduce__()[1][0] for name, count in self.counts.items()}
@@ -140,8 +142,9 @@ COUNTERS = Counters()
 def count_sqlite() -> None:
     """Every ``sqlite3`` connection made from now on counts each statement it is given: BEGIN
     starts a transaction (one hop to a worker thread: a round trip), BEGIN IMMEDIATE a write
-    transaction (its COMMIT fsyncs), anything else but COMMIT/ROLLBACK/SAVEPOINT/RELEASE is a
-    statement.
+    transaction (its COMMIT fsyncs, unless a ``PRAGMA synchronous=NORMAL`` came before it: an
+    unsynced commit, see `handrail.store.db.unsynced`), anything else but
+    COMMIT/ROLLBACK/SAVEPOINT/RELEASE/PRAGMA is a statement.
 
     The count is taken where a statement is handed to the driver (a `sqlite3.Connection` and
     `sqlite3.Cursor` subclass, on the thread that already runs Python for it), not by SQLite's
@@ -161,6 +164,12 @@ def count_sqlite() -> None:
             COUNTERS.round_trips()
             if "IMMEDIATE" in head or "EXCLUSIVE" in head:
                 COUNTERS.writes()
+        elif head.startswith("PRAGMA"):
+            # Not a statement: an unsynced commit's two (its level, then the store's) set how
+            # it commits, as BEGIN and COMMIT do. The first marks a write transaction that
+            # does not wait for the disk.
+            if "".join(sql.split()).upper() == "PRAGMASYNCHRONOUS=NORMAL":
+                COUNTERS.unsynced()
         elif not head.startswith(("COMMIT", "ROLLBACK", "END", "SAVEPOINT", "RELEASE")):
             COUNTERS.statements()
 
@@ -1038,6 +1047,17 @@ def postgresql_targets(
     )
 
 
+def wal_fsyncs(s: Slice) -> int | None:
+    """The slice's WAL fsyncs: on PostgreSQL from ``pg_stat_wal``, on SQLite the write
+    transactions less the unsynced ones (each other commit at ``FULL`` fsyncs the WAL once; a
+    checkpoint's fsync of the database file is not counted)."""
+    if s.wal_syncs is not None:
+        return s.wal_syncs
+    if "writes" not in s.counters:
+        return None
+    return s.counters["writes"] - s.counters.get("unsynced", 0)
+
+
 def report(
     setups: Sequence[Setup], levels: Sequence[int], results: dict[tuple[str, int], Slice]
 ) -> None:
@@ -1065,7 +1085,7 @@ def report(
                     per_cycle(s.counters.get("writes"), s),
                     per_cycle(s.counters.get("round_trips"), s),
                     per_cycle(s.counters.get("statements"), s),
-                    per_cycle(s.wal_syncs, s),
+                    per_cycle(wal_fsyncs(s), s),
                 ]
             )
         print_table(setup.name, headers, rows)
