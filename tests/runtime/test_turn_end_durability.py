@@ -4,7 +4,8 @@ A turn's input (the prompt, the answer) waits for the disk before anything follo
 last change of a turn that holds a lease (taken with its answer) holds only the model's text,
 which the lease would have made again had a power loss undone it: its commit does not wait
 (`HistoryChange.synced`). A last change that holds a tool's result, a new ask, an audit
-record or an event the outbox keeps waits as any other.
+record or an event the outbox keeps waits as any other. A lease's renewal never waits: only a
+power loss could undo it, and that stops its holder too.
 
 Each test reads the ``synchronous`` level of every write transaction that names the
 conversation, from the statements the store's connections ran (their trace callback)."""
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from doubles import GatedModel
 from handrail._util import utc_now
 from handrail.runtime.agent import Agent
 from handrail.runtime.messages import ToolCall
@@ -238,6 +240,27 @@ async def test_a_power_loss_that_undoes_the_reply_leaves_it_to_the_lease(tmp_pat
     finally:
         await b.aclose()
         await store.close()
+
+
+async def test_a_lease_renewal_does_not_wait_for_the_disk(traced: Traced) -> None:
+    model = GatedModel()
+    runtime = Runtime(store=traced.store, agents=Agent("ops"), model=model, lease_s=LEASE)
+    history_id, call_id = await paused_choice(runtime)
+    model.armed = True
+    turn = await runtime.start_answer(ALICE, history_id, choose_b(call_id))
+    await model.waiting.wait()  # the answer and its lease are committed; the reply waits
+    first = await traced.store.leases.get(history_id)
+    assert first is not None
+    await asyncio.sleep(LEASE)  # three beats of a third of a lease
+    renewed = await traced.store.leases.get(history_id)
+    assert renewed is not None
+    assert renewed.until > first.until
+    model.release.set()
+    assert text_of(await finished(turn)) == REPLY
+    renewals = [w for w in traced.writes(history_id) if w[1] == "UPDATE turn_leases"]
+    assert len(renewals) >= 2
+    assert {level for level, _ in renewals} == {"NORMAL"}
+    await runtime.aclose()
 
 
 async def test_the_reply_after_an_answer_on_each_backend(store: Store) -> None:

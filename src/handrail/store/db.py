@@ -345,8 +345,9 @@ class Unsynced:
 
 def unsynced(work: Work[P, T]) -> Work[P, T]:
     """`work` (a write's) marked as a change whose commit need not wait for the disk, for a
-    change that a durable one follows and that holds nothing a person gave: a conversation
-    made for a prompt, whose turn then writes (at its pause, its end or its failure). On
+    change that holds nothing a person gave and whose loss would be made good: a conversation
+    made for a prompt, whose turn then writes (at its pause, its end or its failure), a
+    turn's reply that the turn's lease would redo, a lease's renewal. On
     SQLite at ``FULL`` or ``EXTRA`` a group commit of only such writes runs at ``NORMAL``: in
     the WAL, not flushed; the next commit's fsync or a checkpoint flushes it, a crash of the
     process loses none of it, a power loss before that may. Beside any other write in its

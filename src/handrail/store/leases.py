@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from handrail.errors import Conflict
-from handrail.store.db import Database, all_rows, first_row, row_count
+from handrail.store.db import Database, all_rows, first_row, row_count, unsynced
 from handrail.store.json_rows import JsonRows
 from handrail.store.prepared import AtLeastOne, Prepared
 from handrail.store.records import TurnLease
@@ -105,13 +105,15 @@ class LeaseRepo:
 
     async def heartbeat(self, history_id: str, owner: str, until: dt.datetime) -> bool:
         """Renew `owner`'s lease to `until`; False when it is no longer theirs (taken over or
-        released)."""
+        released). The renewal does not wait for the disk (`unsynced`): only a power loss or
+        an OS crash could undo it, and that stops its holder too, whose lease should then
+        lapse."""
         statement = (
             update(turn_leases)
             .where(L.history_id == history_id, L.owner == owner)
             .values(until=until)
         )
-        return bool(await self._db.write(row_count, statement))
+        return bool(await self._db.write(_RENEW, statement))
 
     async def lapsed(self, now: dt.datetime, *, limit: int = 20) -> builtins.list[TurnLease]:
         """Leases whose holder stopped renewing them before `now`, oldest first."""
@@ -153,6 +155,10 @@ class LeaseRepo:
         """Drop `owner`'s lease (when the history it held is gone)."""
         statement = delete(turn_leases).where(L.history_id == history_id, L.owner == owner)
         return bool(await self._db.write(row_count, statement))
+
+
+#: `row_count` for a lease's renewal (`LeaseRepo.heartbeat`).
+_RENEW = unsynced(row_count)
 
 
 def lease_of(connection: Connection, history_id: str) -> TurnLease | None:
