@@ -379,10 +379,9 @@ def _redone_if_lost(
     loss undone it, so that its commit need not wait for the disk (`HistoryChange.synced`):
     the turn holds a lease, written with its input (the answer, the message), which waited
     for the disk; a lapsed lease has a live process take the turn over and run the model
-    again from that input (`Recovery`). So the change may hold the model's text and calls,
-    and nothing the model could not make again: no tool's result (a tool that ran may have
-    acted), no new ask (a person may answer it), no audit record, no ask dropped from the
-    line."""
+    again from that input (`Recovery`). So the change may hold the model's text, and nothing
+    a redone turn could not make again: no tool's result (a tool that ran may have acted), no
+    new ask (a person may answer it), no audit record, no ask dropped from the line."""
     return (
         run.lease_owner is not None
         and pending is None
