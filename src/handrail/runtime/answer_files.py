@@ -175,7 +175,12 @@ async def after_answer(
     """Run the answer's `work`, then remove its kept copies unless a lease on the history still
     names them (the turn did not finish: whoever takes it over reads them). Nothing is removed
     when `work` raises, since its lease then lapses and the turn is taken over; copies this
-    leaves behind (the lease could not be read) go with the sweep (`drop_unnamed_copies`)."""
+    leaves behind (the lease could not be read) go with the sweep (`drop_unnamed_copies`).
+
+    The turn's last change may not have waited for the disk (`HistoryChange.synced`), but
+    each removal marks its file deleted with a write that does, before its bytes go: on
+    SQLite that write puts the turn's last change on the disk with its own (the WAL is written
+    in order), so no power loss leaves a lease that names bytes already gone."""
     await work
     if not kept:
         return
