@@ -13,6 +13,7 @@ conversation, from the statements the store's connections ran (their trace callb
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import json
 import shutil
@@ -240,6 +241,49 @@ async def test_a_power_loss_that_undoes_the_reply_leaves_it_to_the_lease(tmp_pat
     finally:
         await b.aclose()
         await store.close()
+
+
+async def test_a_files_answers_kept_copy_goes_after_a_write_that_waits(traced: Traced) -> None:
+    """A data URL's bytes are kept while the answer's lease names them. The reply that ends
+    the lease does not wait for the disk, so their removal marks the copy deleted with a
+    write that does (putting the reply on the disk with it) before the bytes go."""
+    model = GatedModel()
+    runtime = Runtime(store=traced.store, agents=Agent("ops"), model=model)
+    ask = {"prompt": "Send the note.", "accept": ["text"]}
+    events = await finished(await runtime.start_prompt(ALICE, "ask_files " + json.dumps(ask)))
+    history_id = events[-1]["historyId"]
+    call_id = next(e["ask"]["toolCallId"] for e in events if "ask" in e)
+    note = b"Lunch, 2 people\n"
+    ref = {
+        "url": "data:text/plain;base64," + base64.b64encode(note).decode(),
+        "filename": "note.txt",
+        "mimeType": "text/plain",
+        "size": len(note),
+    }
+    answer = {"toolCallId": call_id, "action": "accept", "content": {"files": [ref]}}
+    model.armed = True
+    turn = await runtime.start_answer(ALICE, history_id, answer)
+    await model.waiting.wait()  # the answer and its lease are committed; the reply waits
+    lease = await traced.store.leases.get(history_id)
+    assert lease is not None
+    [kept] = lease.state["keptFiles"]
+    model.release.set()
+    await finished(turn)
+    for _ in range(200):  # the removal runs once the turn's events ended
+        if await traced.store.files.get(kept) is None:
+            break
+        await asyncio.sleep(0.01)
+    assert await traced.store.files.get(kept) is None
+    assert await traced.store.files.get(kept, include_deleted=True) is not None
+    await runtime.aclose()
+    assert [level for level, _ in traced.writes(history_id)][-1] == "NORMAL"
+    removal = [level for level, first in traced.writes(kept) if first == "UPDATE files"]
+    assert removal == ["FULL"]
+    ended = next(
+        i for i, s in enumerate(traced.statements) if s.startswith("DELETE FROM turn_leases")
+    )
+    marked = next(i for i, s in enumerate(traced.statements) if s.startswith("UPDATE files"))
+    assert ended < marked
 
 
 async def test_a_lease_renewal_does_not_wait_for_the_disk(traced: Traced) -> None:
