@@ -4,8 +4,8 @@ A turn's input (the prompt, the answer) waits for the disk before anything follo
 last change of a turn that holds a lease (taken with its answer) holds only the model's text,
 which the lease would have made again had a power loss undone it: its commit does not wait
 (`HistoryChange.synced`). A last change that holds a tool's result, a new ask, an audit
-record or an event the outbox keeps waits as any other. A lease's renewal never waits: only a
-power loss could undo it, and that stops its holder too.
+record or an event the outbox keeps waits as any other. A lease's renewal never waits: on SQLite
+only a power loss could undo it, and that stops its holder too.
 
 Each test reads the ``synchronous`` level of every write transaction that names the
 conversation, from the statements the store's connections ran (their trace callback)."""

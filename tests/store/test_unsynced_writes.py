@@ -20,13 +20,16 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from _pg import PostgresCluster
 from handrail.runtime import Runtime
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.turn import Principal
 from handrail.store import Database, Store
 from handrail.store.db import unsynced
+from handrail.store.greenlets import spawn
 from synced_writes import open_traced
 
 LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
@@ -216,3 +219,102 @@ async def test_an_unsynced_conversation_on_each_backend(store: Store) -> None:
     again = await store.histories.get(history.id)
     assert again is not None
     assert (again.owner_id, again.agent, again.version) == ("alice", "assistant", 1)
+
+
+def _commit_level(connection: Connection) -> str:
+    """The transaction's ``synchronous_commit``, read inside it."""
+    return str(connection.execute(text("SHOW synchronous_commit")).scalar_one())
+
+
+def _insert_and_commit_level(connection: Connection, key: int) -> str:
+    connection.execute(text("INSERT INTO t (id) VALUES (:id)"), {"id": key})
+    return _commit_level(connection)
+
+
+@pytest.fixture
+async def pg(postgres_cluster: PostgresCluster) -> AsyncIterator[Database]:
+    """A database whose commits wait for the WAL's flush (the test cluster's own default is
+    not to)."""
+    url = postgres_cluster.new_database_url()
+    admin = await postgres_cluster.connect(url)
+    try:
+        name = await admin.fetchval("SELECT current_database()")
+        await admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO on')
+    finally:
+        await admin.close()
+    database = Database(url)
+    await database.write(_create)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def test_an_unsynced_write_on_postgresql_does_not_wait_for_the_flush(pg: Database) -> None:
+    # Each as it comes, and the others between them at the server's level.
+    assert await pg.write(unsynced(_insert_and_commit_level), 1) == "off"
+    assert await pg.write(_insert_and_commit_level, 2) == "on"
+    assert await pg.autocommit(unsynced(_insert_and_commit_level), 3) == "off"
+    assert await pg.autocommit(_insert_and_commit_level, 4) == "on"
+    # Concurrent ones, each kind on connections of its own.
+    levels = await asyncio.gather(
+        *(
+            pg.write(unsynced(_insert_and_commit_level) if i % 2 else _insert_and_commit_level, i)
+            for i in range(10, 30)
+        )
+    )
+    assert levels == ["off" if i % 2 else "on" for i in range(10, 30)]
+    assert await pg.read(_keys) == [1, 2, 3, 4, *range(10, 30)]
+    # A failing one rolls back, and its connection stays with the unsynced work.
+    with pytest.raises(ValueError, match="fails after its insert"):
+        await pg.write(unsynced(_fail))
+    assert 99 not in await pg.read(_keys)
+    assert await pg.write(_insert_and_commit_level, 5) == "on"
+
+
+async def test_an_unsynced_connection_is_set_back_before_the_pool_has_it_again(
+    pg: Database,
+) -> None:
+    await asyncio.gather(*(pg.write(unsynced(_insert_and_commit_level), i) for i in range(8)))
+    kept = pg._pg
+    assert kept is not None
+    assert kept._free_unsynced
+    await spawn(kept.close)  # every kept connection back to the pool
+    engine = pg.engine
+    assert isinstance(engine, AsyncEngine)
+    # Every connection the pool holds now reads the server's level, in a transaction of its
+    # own and outside one.
+    connections = [await engine.connect() for _ in range(engine.pool.checkedin())]
+    try:
+        assert len(connections) >= 8
+        for connection in connections:
+            level = await connection.run_sync(_commit_level)
+            assert level == "on"
+    finally:
+        for connection in connections:
+            await connection.close()
+
+
+async def test_connections_kept_for_one_kind_of_write_serve_the_other(pg: Database) -> None:
+    kept = pg._pg
+    assert kept is not None
+    engine = pg.engine
+    assert isinstance(engine, AsyncEngine)
+    synced = await asyncio.gather(*(pg.write(_insert_and_commit_level, i) for i in range(6)))
+    assert synced == ["on"] * 6
+    idle, opened = len(kept._free), engine.pool.checkedout()
+    assert idle >= 2
+    assert kept._free_unsynced == []
+    # An unsynced write takes an idle connection and sets it to its level: no new one.
+    assert await pg.write(unsynced(_insert_and_commit_level), 10) == "off"
+    assert (len(kept._free), len(kept._free_unsynced)) == (idle - 1, 1)
+    assert engine.pool.checkedout() == opened
+    # All of them taken for unsynced writes at once, then a write that waits: set back.
+    levels = await asyncio.gather(
+        *(pg.write(unsynced(_insert_and_commit_level), 20 + i) for i in range(idle))
+    )
+    assert levels == ["off"] * idle
+    assert kept._free == []
+    assert engine.pool.checkedout() == opened
+    assert await pg.write(_insert_and_commit_level, 40) == "on"
+    assert engine.pool.checkedout() == opened

@@ -351,7 +351,9 @@ def unsynced(work: Work[P, T]) -> Work[P, T]:
     SQLite at ``FULL`` or ``EXTRA`` a group commit of only such writes runs at ``NORMAL``: in
     the WAL, not flushed; the next commit's fsync or a checkpoint flushes it, a crash of the
     process loses none of it, a power loss before that may. Beside any other write in its
-    group, and on PostgreSQL, it commits as any write."""
+    group it commits as that one does. On PostgreSQL it runs on a connection set to
+    ``synchronous_commit = off`` (`handrail.store.kept.Kept`): its commit returns before the
+    WAL's flush, which the WAL writer or the next commit that waits does."""
     return cast(Work[P, T], Unsynced(work))
 
 
@@ -567,7 +569,7 @@ class Database:
                 # greenlet on the async engine's sync face: `AsyncEngine.begin` and
                 # `run_sync` would start one for each of those steps, and a task to close.
                 if engine is self.engine and not alone and self._pg is not None:
-                    return await spawn(self._pg.transaction, work, args)
+                    return await spawn(self._pg.transaction, work, args, type(work) is Unsynced)
                 return await spawn(_transaction_on, engine.sync_engine, work, args)
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
@@ -901,7 +903,7 @@ class Database:
             return await self.write(work, *args, **kwargs)
         bound = _bound(work, kwargs)
         try:
-            return await spawn(self._pg.autocommit, bound, args)
+            return await spawn(self._pg.autocommit, bound, args, type(bound) is Unsynced)
         except Exception as exc:
             without_values(exc)
             raise

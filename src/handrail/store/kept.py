@@ -9,8 +9,15 @@ isolation level set on every checkout and reset on every checkin. `Kept` keeps t
 is free) and gives it back when it ends, each used by one transaction at a time. Autocommit
 work runs on the same connections, with the asyncpg adapter's own autocommit flag set while it
 runs (the adapter then begins no transaction; what the autocommit engine's isolation level
-does). The greenlets all run on the event loop's thread, and the free list is only touched
+does). The greenlets all run on the event loop's thread, and the free lists are only touched
 between their awaits.
+
+A work whose commit need not wait for the disk (`handrail.store.db.unsynced`) runs on a
+connection kept for such work alone, set to ``synchronous_commit = off`` once when it is taken
+from the pool: its commits return before PostgreSQL flushes their WAL (the WAL writer flushes
+it within ``wal_writer_delay``, and any commit that waits flushes the WAL before it, these
+with it). The statements are the same, with no round trip more. Such a connection is set back
+(``RESET synchronous_commit``) before the pool has it again, or closed when that fails.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.util import await_
 
 __all__ = ["Kept", "in_transaction", "roll_back_after"]
 
@@ -64,23 +72,30 @@ class Kept:
         self._engine = engine
         self._capacity = capacity
         self._free: list[Connection] = []
+        #: The connections kept for unsynced work (``synchronous_commit = off``).
+        self._free_unsynced: list[Connection] = []
         # Set by `close`: a transaction still under way then (a task the store's owner did not
         # wait for) gives its connection back to the pool, not to a list nobody empties (its
         # connection would be garbage collected while checked out).
         self._closed = False
 
-    def transaction(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def transaction(
+        self, work: Callable[..., T], args: tuple[Any, ...], unsynced: bool = False
+    ) -> T:
         """In a greenlet: `work` in a transaction, committed when it returns, rolled back when
-        it raises."""
-        connection = self._take()
+        it raises; with `unsynced`, its commit does not wait for the WAL's flush."""
+        connection = self._take(unsynced)
         try:
             return in_transaction(connection, work, args)
         finally:
             self._give(connection)
 
-    def autocommit(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """In a greenlet: `work` with each statement committed on its own."""
-        connection = self._take()
+    def autocommit(
+        self, work: Callable[..., T], args: tuple[Any, ...], unsynced: bool = False
+    ) -> T:
+        """In a greenlet: `work` with each statement committed on its own (with `unsynced`,
+        without waiting for the WAL's flush)."""
+        connection = self._take(unsynced)
         adapter: Any = connection.connection.dbapi_connection
         adapter.autocommit = True
         try:
@@ -98,23 +113,70 @@ class Kept:
         """In a greenlet: give every waiting connection back to the pool."""
         self._closed = True
         free, self._free = self._free, []
-        for connection in free:
+        free_unsynced, self._free_unsynced = self._free_unsynced, []
+        for connection in [*free, *free_unsynced]:
             _drop(connection)
 
-    def _take(self) -> Connection:
-        while self._free:
-            connection = self._free.pop()
-            if _usable(connection):
-                return connection
+    def _take(self, unsynced: bool = False) -> Connection:
+        """A kept connection for the work (`unsynced` or not), else one kept for the other
+        kind set to this one's level, else a new one from the pool: idle connections of one
+        kind never leave the other waiting on a full pool."""
+        own, other = (
+            (self._free_unsynced, self._free) if unsynced else (self._free, self._free_unsynced)
+        )
+        connection = _usable_from(own)
+        if connection is not None:
+            return connection
+        connection = _usable_from(other)
+        if connection is None:
+            connection = self._engine.connect()
+        try:
+            _set_level(connection, unsynced)
+        except BaseException:
             _drop(connection)
-        return self._engine.connect()
+            raise
+        return connection
 
     def _give(self, connection: Connection) -> None:
         pool: Any = self._engine.pool
         if not self._closed and pool.checkedout() < self._capacity and _usable(connection):
-            self._free.append(connection)
+            unsynced = connection.info.get(_UNSYNCED, False)
+            (self._free_unsynced if unsynced else self._free).append(connection)
         else:
             _drop(connection)
+
+
+#: `Connection.info`'s mark of a connection set to ``synchronous_commit = off``.
+_UNSYNCED = "handrail.unsynced"
+
+
+def _usable_from(free: list[Connection]) -> Connection | None:
+    """The last usable connection of `free` (those before it that are not go to the pool)."""
+    while free:
+        connection = free.pop()
+        if _usable(connection):
+            return connection
+        _drop(connection)
+    return None
+
+
+def _set_level(connection: Connection, unsynced: bool) -> None:
+    """Set `connection` to ``synchronous_commit = off`` for unsynced work, or back to the
+    server's level for any other."""
+    if unsynced == connection.info.get(_UNSYNCED, False):
+        return
+    if unsynced:
+        _driver(connection, "SET synchronous_commit TO off")
+        connection.info[_UNSYNCED] = True
+    else:
+        _driver(connection, "RESET synchronous_commit")
+        del connection.info[_UNSYNCED]
+
+
+def _driver(connection: Connection, statement: str) -> None:
+    """`statement` on `connection`'s asyncpg connection itself, outside any transaction."""
+    adapter: Any = connection.connection.dbapi_connection
+    await_(adapter._connection.execute(statement))
 
 
 def _usable(connection: Connection) -> bool:
@@ -130,6 +192,22 @@ def _usable(connection: Connection) -> bool:
 
 
 def _drop(connection: Connection) -> None:
-    """Back to the pool (which resets it, or closes it when it cannot)."""
+    """Back to the pool (which resets it, or closes it when it cannot); a connection set to
+    ``synchronous_commit = off`` is set back first, or closed for good when that fails (never
+    left for another work to commit without waiting)."""
+    # An invalidated connection's mark goes with it (`Connection.info` lives as long as the
+    # driver's connection, which the pool closes).
+    if (
+        not connection.closed
+        and not connection.invalidated
+        and connection.info.get(_UNSYNCED, False)
+    ):
+        try:
+            if not _usable(connection):
+                raise RuntimeError("not set back: the connection is not idle")
+            _set_level(connection, False)
+        except Exception:
+            with contextlib.suppress(Exception):
+                connection.invalidate()
     with contextlib.suppress(Exception):
         connection.close()

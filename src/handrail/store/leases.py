@@ -105,9 +105,11 @@ class LeaseRepo:
 
     async def heartbeat(self, history_id: str, owner: str, until: dt.datetime) -> bool:
         """Renew `owner`'s lease to `until`; False when it is no longer theirs (taken over or
-        released). The renewal does not wait for the disk (`unsynced`): only a power loss or
-        an OS crash could undo it, and that stops its holder too, whose lease should then
-        lapse."""
+        released). The renewal does not wait for the disk (`unsynced`): on SQLite only a power
+        loss or an OS crash could undo it, and that stops its holder too, whose lease should
+        then lapse; on PostgreSQL a crash of the database server may undo the last renewal,
+        leaving the lease what the one before gave (two thirds of a lease past it, with the
+        next renewal a third of a lease away)."""
         statement = (
             update(turn_leases)
             .where(L.history_id == history_id, L.owner == owner)
