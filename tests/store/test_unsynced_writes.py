@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from _pg import PostgresCluster
 from handrail.runtime import Runtime
@@ -30,6 +30,7 @@ from handrail.runtime.turn import Principal
 from handrail.store import Database, Store
 from handrail.store.db import unsynced
 from handrail.store.greenlets import spawn
+from handrail.store.kept import Kept
 from synced_writes import open_traced
 
 LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
@@ -231,18 +232,22 @@ def _insert_and_commit_level(connection: Connection, key: int) -> str:
     return _commit_level(connection)
 
 
-@pytest.fixture
-async def pg(postgres_cluster: PostgresCluster) -> AsyncIterator[Database]:
-    """A database whose commits wait for the WAL's flush (the test cluster's own default is
-    not to)."""
-    url = postgres_cluster.new_database_url()
-    admin = await postgres_cluster.connect(url)
+async def _waiting_database(cluster: PostgresCluster) -> str:
+    """A new database whose commits wait for the WAL's flush (the test cluster's own default
+    is not to); its URL."""
+    url = cluster.new_database_url()
+    admin = await cluster.connect(url)
     try:
         name = await admin.fetchval("SELECT current_database()")
         await admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO on')
     finally:
         await admin.close()
-    database = Database(url)
+    return url
+
+
+@pytest.fixture
+async def pg(postgres_cluster: PostgresCluster) -> AsyncIterator[Database]:
+    database = Database(await _waiting_database(postgres_cluster))
     await database.write(_create)
     try:
         yield database
@@ -295,26 +300,39 @@ async def test_an_unsynced_connection_is_set_back_before_the_pool_has_it_again(
             await connection.close()
 
 
-async def test_connections_kept_for_one_kind_of_write_serve_the_other(pg: Database) -> None:
-    kept = pg._pg
-    assert kept is not None
-    engine = pg.engine
-    assert isinstance(engine, AsyncEngine)
-    synced = await asyncio.gather(*(pg.write(_insert_and_commit_level, i) for i in range(6)))
-    assert synced == ["on"] * 6
-    idle, opened = len(kept._free), engine.pool.checkedout()
-    assert idle >= 2
-    assert kept._free_unsynced == []
-    # An unsynced write takes an idle connection and sets it to its level: no new one.
-    assert await pg.write(unsynced(_insert_and_commit_level), 10) == "off"
-    assert (len(kept._free), len(kept._free_unsynced)) == (idle - 1, 1)
-    assert engine.pool.checkedout() == opened
-    # All of them taken for unsynced writes at once, then a write that waits: set back.
-    levels = await asyncio.gather(
-        *(pg.write(unsynced(_insert_and_commit_level), 20 + i) for i in range(idle))
-    )
-    assert levels == ["off"] * idle
-    assert kept._free == []
-    assert engine.pool.checkedout() == opened
-    assert await pg.write(_insert_and_commit_level, 40) == "on"
-    assert engine.pool.checkedout() == opened
+async def test_a_full_pool_gives_one_kind_of_write_the_others_idle_connections(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """While the pool has room, each kind of write opens connections of its own; once it is
+    full, a write takes an idle connection of the other kind (set to its level) rather than
+    wait for the pool."""
+    url = await _waiting_database(postgres_cluster)
+    engine = create_async_engine(url, pool_size=3, max_overflow=0)
+    kept = Kept(engine.sync_engine, 3)
+    held = None
+    try:
+        await spawn(kept.transaction, _create, ())
+        synced = await asyncio.gather(
+            *(spawn(kept.transaction, _commit_level, ()) for _ in range(3))
+        )
+        assert synced == ["on"] * 3
+        assert len(kept._free) == 2  # the third went back to the pool: it had no room left
+        # Room in the pool: an unsynced write gets a connection of its own.
+        assert await spawn(kept.transaction, _commit_level, (), True) == "off"
+        assert len(kept._free) == 2
+        # The pool full (the kept ones and one held elsewhere): it takes an idle one.
+        held = await engine.connect()
+        assert engine.pool.checkedout() == 3
+        off = spawn(kept.transaction, _insert_and_commit_level, (1,), True)
+        assert await asyncio.wait_for(off, 10) == "off"
+        # Back to the pool (it had no room for another kept one), set back first.
+        assert (len(kept._free), len(kept._free_unsynced)) == (1, 0)
+        assert engine.pool.checkedout() == 2
+        async with engine.connect() as again:
+            assert await again.run_sync(_commit_level) == "on"
+        assert await asyncio.wait_for(spawn(kept.transaction, _commit_level, ()), 10) == "on"
+    finally:
+        if held is not None:
+            await held.close()
+        await spawn(kept.close)
+        await engine.dispose()

@@ -118,16 +118,19 @@ class Kept:
             _drop(connection)
 
     def _take(self, unsynced: bool = False) -> Connection:
-        """A kept connection for the work (`unsynced` or not), else one kept for the other
-        kind set to this one's level, else a new one from the pool: idle connections of one
-        kind never leave the other waiting on a full pool."""
+        """A kept connection for the work (`unsynced` or not), else a new one while the pool
+        has room (each kind's connections grow to what its work needs, and none is set to
+        the other's level by turns), else one kept for the other kind, set to this one's
+        level: idle connections of one kind never leave the other waiting on a full pool."""
         own, other = (
             (self._free_unsynced, self._free) if unsynced else (self._free, self._free_unsynced)
         )
         connection = _usable_from(own)
         if connection is not None:
             return connection
-        connection = _usable_from(other)
+        pool: Any = self._engine.pool
+        if other and pool.checkedout() >= self._capacity:
+            connection = _usable_from(other)
         if connection is None:
             connection = self._engine.connect()
         try:
