@@ -178,9 +178,9 @@ async def after_answer(
     leaves behind (the lease could not be read) go with the sweep (`drop_unnamed_copies`).
 
     The turn's last change may not have waited for the disk (`HistoryChange.synced`), but
-    each removal marks its file deleted with a write that does, before its bytes go: on
-    SQLite that write puts the turn's last change on the disk with its own (the WAL is written
-    in order), so no power loss leaves a lease that names bytes already gone."""
+    each removal marks its file deleted with a write that does, before its bytes go: that
+    write puts the turn's last change on the disk with its own (on either database the WAL is
+    written and flushed in order), so no power loss leaves a lease that names bytes gone."""
     await work
     if not kept:
         return
