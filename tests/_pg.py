@@ -232,6 +232,19 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
             _running = None
 
 
+async def flushing_database_url(cluster: PostgresCluster) -> str:
+    """A new database whose commits wait for the WAL's flush, as PostgreSQL's default is (the
+    throwaway cluster's own default is not to, unless it was started `durable`); its URL."""
+    url = cluster.new_database_url()
+    admin = await cluster.connect(url)
+    try:
+        name = await admin.fetchval("SELECT current_database()")
+        await admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO on')
+    finally:
+        await admin.close()
+    return url
+
+
 def end_other_sessions(connection: Connection) -> None:
     """A store work (`Database.write`): PostgreSQL ends every other session of the database,
     as a restart or a failover would."""

@@ -10,11 +10,18 @@ to the pool or the kept list as if it were sound, and every later request failed
 from __future__ import annotations
 
 import asyncio
+import threading
 
+import pytest
+from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from _pg import PostgresCluster, end_other_sessions
+from _pg import PostgresCluster, end_other_sessions, flushing_database_url
 from handrail.store import Database, Store, connection_lost
+from handrail.store.db import unsynced
+from handrail.store.greenlets import spawn
+from handrail.store.kept import Kept
 
 
 async def _round(store: Store, ids: list[str]) -> list[BaseException]:
@@ -67,3 +74,73 @@ async def test_one_request_at_a_time_recovers_at_once(postgres_cluster: Postgres
         assert outcomes == [False, True, True, True], outcomes
     finally:
         await store.close()
+
+
+def _insert_kept(connection: Connection, key: int) -> None:
+    connection.execute(text("INSERT INTO kept_t (id) VALUES (:id)"), {"id": key})
+
+
+def _create_kept(connection: Connection) -> None:
+    connection.execute(text("CREATE TABLE kept_t (id INTEGER PRIMARY KEY)"))
+
+
+def _end_sessions_unseen(cluster: PostgresCluster, url: str) -> None:
+    """End every session of the database from another thread while this one's event loop
+    waits, so that no connection of this loop has read its end yet (as when a failover
+    happens between two requests and nothing polled the sockets)."""
+
+    async def end() -> None:
+        admin = await cluster.connect(url)
+        try:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        finally:
+            await admin.close()
+
+    ender = threading.Thread(target=asyncio.run, args=(end(),))
+    ender.start()
+    ender.join()
+
+
+def _level(connection: Connection) -> str:
+    return str(connection.execute(text("SHOW synchronous_commit")).scalar_one())
+
+
+async def test_unsynced_writes_recover_after_their_sessions_end(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """The connections kept for unsynced work (`synchronous_commit = off`) too: a write that
+    meets a dead one fails as the connection lost, and the next ones run on new connections at
+    their levels; so does one whose level could not be set on a dead connection of the other
+    kind, taken from a full pool."""
+    url = await flushing_database_url(postgres_cluster)
+    async with Database(url) as db:
+        await db.write(_create_kept)
+        await asyncio.gather(*(db.write(unsynced(_insert_kept), i) for i in range(4)))
+        _end_sessions_unseen(postgres_cluster, url)
+        with pytest.raises(DBAPIError) as raised:
+            await db.write(unsynced(_insert_kept), 10)
+        assert connection_lost(raised.value)
+        for i in range(4):
+            await db.write(unsynced(_insert_kept), 20 + i)
+            await db.write(_insert_kept, 30 + i)
+        assert await db.write(unsynced(_level)) == "off"
+        assert await db.write(_level) == "on"
+
+    engine = create_async_engine(url, pool_size=1, max_overflow=0)
+    kept = Kept(engine.sync_engine, 1)
+    try:
+        await spawn(kept.transaction, _insert_kept, (40,))  # kept, the pool full
+        _end_sessions_unseen(postgres_cluster, url)
+        # Its level is set on the dead connection: the same error, nothing written.
+        with pytest.raises(DBAPIError) as raised:
+            await spawn(kept.transaction, _insert_kept, (41,), True)
+        assert connection_lost(raised.value)
+        await spawn(kept.transaction, _insert_kept, (42,), True)
+        assert await spawn(kept.transaction, _level, (), True) == "off"
+        assert await spawn(kept.transaction, _level, ()) == "on"
+    finally:
+        await spawn(kept.close)
+        await engine.dispose()

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from _pg import PostgresCluster
+from _pg import PostgresCluster, flushing_database_url
 from handrail.runtime import Runtime
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
@@ -232,22 +232,9 @@ def _insert_and_commit_level(connection: Connection, key: int) -> str:
     return _commit_level(connection)
 
 
-async def _waiting_database(cluster: PostgresCluster) -> str:
-    """A new database whose commits wait for the WAL's flush (the test cluster's own default
-    is not to); its URL."""
-    url = cluster.new_database_url()
-    admin = await cluster.connect(url)
-    try:
-        name = await admin.fetchval("SELECT current_database()")
-        await admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO on')
-    finally:
-        await admin.close()
-    return url
-
-
 @pytest.fixture
 async def pg(postgres_cluster: PostgresCluster) -> AsyncIterator[Database]:
-    database = Database(await _waiting_database(postgres_cluster))
+    database = Database(await flushing_database_url(postgres_cluster))
     await database.write(_create)
     try:
         yield database
@@ -306,7 +293,7 @@ async def test_a_full_pool_gives_one_kind_of_write_the_others_idle_connections(
     """While the pool has room, each kind of write opens connections of its own; once it is
     full, a write takes an idle connection of the other kind (set to its level) rather than
     wait for the pool."""
-    url = await _waiting_database(postgres_cluster)
+    url = await flushing_database_url(postgres_cluster)
     engine = create_async_engine(url, pool_size=3, max_overflow=0)
     kept = Kept(engine.sync_engine, 3)
     held = None

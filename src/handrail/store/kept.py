@@ -14,10 +14,12 @@ between their awaits.
 
 A work whose commit need not wait for the disk (`handrail.store.db.unsynced`) runs on a
 connection kept for such work alone, set to ``synchronous_commit = off`` once when it is taken
-from the pool: its commits return before PostgreSQL flushes their WAL (the WAL writer flushes
-it within ``wal_writer_delay``, and any commit that waits flushes the WAL before it, these
-with it). The statements are the same, with no round trip more. Such a connection is set back
-(``RESET synchronous_commit``) before the pool has it again, or closed when that fails.
+from the pool (or, when the pool is full, from the other kind's idle ones): its commits return
+before PostgreSQL flushes their WAL (the WAL writer flushes it within ``wal_writer_delay``,
+and any commit that waits flushes the WAL before it, these with it). The statements are the
+same, with no round trip more. Such a connection is set back (``RESET synchronous_commit``)
+before it serves other work or the pool has it again, or closed when that fails; a connection
+lost meanwhile fails its work as any statement does (`handrail.store.db.connection_lost`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.util import await_
+
+from handrail.store.prepared import execute_alone
 
 __all__ = ["Kept", "in_transaction", "roll_back_after"]
 
@@ -169,17 +172,11 @@ def _set_level(connection: Connection, unsynced: bool) -> None:
     if unsynced == connection.info.get(_UNSYNCED, False):
         return
     if unsynced:
-        _driver(connection, "SET synchronous_commit TO off")
+        execute_alone(connection, "SET synchronous_commit TO off")
         connection.info[_UNSYNCED] = True
     else:
-        _driver(connection, "RESET synchronous_commit")
+        execute_alone(connection, "RESET synchronous_commit")
         del connection.info[_UNSYNCED]
-
-
-def _driver(connection: Connection, statement: str) -> None:
-    """`statement` on `connection`'s asyncpg connection itself, outside any transaction."""
-    adapter: Any = connection.connection.dbapi_connection
-    await_(adapter._connection.execute(statement))
 
 
 def _usable(connection: Connection) -> bool:

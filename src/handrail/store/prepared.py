@@ -571,6 +571,13 @@ class _CheckFailed(Exception):
     """A check inside a statement failed (`_on_asyncpg` ``alone``): nothing was written."""
 
 
+def execute_alone(connection: Connection, sql: str) -> None:
+    """`sql` (without parameters) on `connection`'s asyncpg connection itself, outside any
+    transaction; its errors as `Connection.execute` raises them (a lost connection
+    invalidated: `connection_lost`)."""
+    _on_asyncpg(connection, sql, (), rows=False, alone=True)
+
+
 def _on_asyncpg(
     connection: Connection, sql: str, args: Sequence[Any], *, rows: bool, alone: bool = False
 ) -> Any:
