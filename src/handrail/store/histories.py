@@ -280,7 +280,8 @@ class HistoryRepo:
         (see `EventBus.carry`), here after the commit.
 
         Without `HistoryChange.synced` (and with no event the outbox keeps), the commit does
-        not wait for the disk on SQLite (`unsynced`).
+        not wait for the disk (`unsynced`: on SQLite at ``NORMAL``, on PostgreSQL with
+        ``synchronous_commit = off``).
 
         Raises `HistoryConflict` when the version moved on, `HistoryNotFound` when the history does
         not exist or was deleted, and `ValueError` (writing nothing) for a row without a

@@ -88,7 +88,7 @@ class HistoryChange:
       to end the lease its owner holds (the change fails with `LeaseLost` when another
       process took it over); None to drop any lease; `UNSET` leaves it as it is.
     - `synced`: False for a change that holds nothing a person gave and whose loss would be
-      made good, so that on SQLite its commit need not wait for the disk
+      made good, so that its commit need not wait for the disk
       (`handrail.store.db.unsynced`): a turn's last change that ends the lease its committed
       input took, which the lease would redo (`TurnEnd.commit`). A change whose events the
       event outbox keeps waits for the disk whatever this says.
