@@ -19,35 +19,48 @@ class Traced:
 
     store: Store
     path: Path
-    statements: list[str]
+    #: (connection, statement) of each statement run, in order.
+    traced: list[tuple[int, str]]
+
+    @property
+    def statements(self) -> list[str]:
+        """Every statement run, in order, on any connection."""
+        return [statement for _, statement in self.traced]
 
     def writes(self, history_id: str) -> list[tuple[str, str]]:
         """(level, first statement) of each write transaction whose first statement names
-        `history_id`, in order."""
-        level, out, begun = "FULL", [], False
-        for statement in self.statements:
+        `history_id`, in order; the level is that of the connection it ran on (each starts at
+        the store's, ``FULL``)."""
+        levels: dict[int, str] = {}
+        begun: set[int] = set()
+        out: list[tuple[str, str]] = []
+        for connection, statement in self.traced:
             upper = statement.upper()
             if upper.startswith("PRAGMA SYNCHRONOUS="):
-                level = upper.split("=", 1)[1]
+                levels[connection] = upper.split("=", 1)[1]
             elif upper.startswith("BEGIN IMMEDIATE"):
-                begun = True
-            elif begun:
-                begun = False
+                begun.add(connection)
+            elif connection in begun:
+                begun.discard(connection)
                 if history_id in statement:
+                    level = levels.get(connection, "FULL")
                     out.append((level, statement.split(" SET ", 1)[0].split(" (", 1)[0]))
         return out
 
 
 async def open_traced(path: Path) -> Traced:
-    statements: list[str] = []
+    traced: list[tuple[int, str]] = []
 
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.set_trace_callback(statements.append)
+        key = id(dbapi_connection)
+        dbapi_connection.set_trace_callback(lambda statement: traced.append((key, statement)))
 
     event.listen(Engine, "connect", on_connect)
     try:
         store = await Store.open(f"sqlite:///{path}", blob_dir=path.parent / "blobs")
     finally:
         event.remove(Engine, "connect", on_connect)
+    # The connections the store opens later (the event loop's own, see `Database._write_here`).
+    event.listen(store.db.engine, "connect", on_connect)
     assert store.db.synchronous == "FULL"
-    return Traced(store, path, statements)
+    return Traced(store, path, traced)

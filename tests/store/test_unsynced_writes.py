@@ -3,7 +3,8 @@ group commit of only such writes runs at ``synchronous=NORMAL`` (into the WAL, n
 and the connection is back at the store's level for the next write; beside any other write
 it commits as that one does. A conversation made for a prompt is such a write: the turn's
 own write then waits for the disk for both. The process may crash in between and lose none of
-it."""
+it. While the writer thread has nothing queued or running, such a write runs on the event
+loop's own connection instead (no hop), never waiting there for a lock."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ from handrail.runtime.turn import Principal
 from handrail.store import Database, Store
 from handrail.store.db import unsynced
 from handrail.store.greenlets import spawn
+from handrail.store.histories import HERE_WRITE_CHARS
 from handrail.store.kept import Kept
+from handrail.store.records import HistoryChange
 from synced_writes import open_traced
 
 LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
@@ -141,7 +144,8 @@ async def test_a_connection_that_cannot_be_set_back_is_replaced(
     # The statement that sets the level back fails (sqlite3 runs one statement at a time).
     db._level_statement = f"PRAGMA synchronous={level}; SELECT 1"
     with caplog.at_level(logging.ERROR, logger="handrail.store"):
-        assert await db.write(unsynced(_insert_and_level), 1) == "NORMAL"
+        # On the writer thread (not the loop's, see below), whose connection is set back.
+        assert await db.write(unsynced(_insert_and_level, here=False), 1) == "NORMAL"
     assert "it is replaced" in caplog.text
     # The writer's next connection is a new one, at the store's level: never left unsynced.
     assert await db.write(_insert_and_level, 2) == level
@@ -155,8 +159,10 @@ _KILLED_CHILD = textwrap.dedent(
 
     async def main():
         store = await Store.open(sys.argv[1], blob_dir=sys.argv[2], synchronous="FULL")
-        history = await store.histories.create("alice", agent="assistant", synced=False)
-        print(history.id, flush=True)
+        # The first on the writer thread, the second on the event loop's (see below).
+        for _ in range(2):
+            history = await store.histories.create("alice", agent="assistant", synced=False)
+            print(history.id, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)  # no close, no later write, no checkpoint
 
     asyncio.run(main())
@@ -176,12 +182,13 @@ async def test_a_killed_process_loses_no_unsynced_write(tmp_path: Path) -> None:
         timeout=120,
     )
     assert child.returncode == -9, child.stderr
-    history_id = child.stdout.strip()
-    assert len(history_id) == 24
+    history_ids = child.stdout.split()
+    assert [len(history_id) for history_id in history_ids] == [24, 24]
     # The WAL the killed process wrote is in the file system; the next opener recovers it.
     with sqlite3.connect(tmp_path / "k.db") as other:
-        found = other.execute("SELECT owner_id FROM histories WHERE id = ?", (history_id,))
-        assert found.fetchall() == [("alice",)]
+        for history_id in history_ids:
+            found = other.execute("SELECT owner_id FROM histories WHERE id = ?", (history_id,))
+            assert found.fetchall() == [("alice",)]
 
 
 def _agent() -> list[Agent]:
@@ -323,3 +330,164 @@ async def test_a_full_pool_gives_one_kind_of_write_the_others_idle_connections(
             await held.close()
         await spawn(kept.close)
         await engine.dispose()
+
+
+# --- on the event loop's thread ------------------------------------------------------------------
+
+
+def _where(connection: Connection, key: int) -> tuple[int, str, int]:
+    """The thread a write runs on, the level it commits at, and its connection's
+    ``wal_autocheckpoint``."""
+    level = _insert_and_level(connection, key)
+    pages = connection.execute(text("PRAGMA wal_autocheckpoint")).scalar_one()
+    return threading.get_ident(), level, int(pages)
+
+
+async def test_an_unsynced_write_runs_on_the_loops_thread_while_the_writer_is_idle(
+    db: Database,
+) -> None:
+    loop_thread = threading.get_ident()
+    # The first opens the loop's connection (on a reader thread) and runs on the writer.
+    first_thread, level, _ = await db.write(unsynced(_where), 1)
+    assert (first_thread != loop_thread, level) == (True, "NORMAL")
+    # From then on, with nothing queued for the writer: here, at NORMAL, and no checkpoint
+    # runs on the loop's thread.
+    assert await db.write(unsynced(_where), 2) == (loop_thread, "NORMAL", 0)
+    assert await db.write(unsynced(_where), key=3) == (loop_thread, "NORMAL", 0)
+    # A write that waits for the disk, and one marked to stay away, go to the writer thread.
+    synced_thread, level, pages = await db.write(_where, 4)
+    assert (synced_thread != loop_thread, level, pages > 0) == (True, db.synchronous, True)
+    away_thread, level, _ = await db.write(unsynced(_where, here=False), 5)
+    assert (away_thread, level) == (synced_thread, "NORMAL")
+    assert await db.read(_keys) == [1, 2, 3, 4, 5]
+
+
+async def test_an_unsynced_write_waits_its_turn_while_the_writer_is_busy(db: Database) -> None:
+    await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+    results = await _queued(db, (unsynced(_where), 2))
+    [(thread, level, _)] = results
+    # Queued behind the held write, so it ran on the writer thread after it.
+    assert (thread != threading.get_ident(), level) == (True, "NORMAL")
+    assert await db.read(_keys) == [0, 1, 2]
+
+
+async def test_an_unsynced_write_never_waits_on_the_loop_for_another_connections_lock(
+    db: Database, tmp_path: Path
+) -> None:
+    await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+    other = sqlite3.connect(tmp_path / "u.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
+    write = asyncio.ensure_future(db.write(unsynced(_where), 2))
+    ticks = 0
+    while ticks < 20:  # the loop goes on while the write waits for the lock
+        await asyncio.sleep(0.01)
+        ticks += 1
+        assert not write.done()
+    other.execute("COMMIT")
+    other.close()
+    thread, level, _ = await write
+    # It waited on the writer thread (its busy timeout), not on the loop's.
+    assert (thread != threading.get_ident(), level) == (True, "NORMAL")
+    assert await db.read(_keys) == [1, 2]
+
+
+async def test_a_failing_unsynced_write_on_the_loops_thread_leaves_nothing(db: Database) -> None:
+    await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+    with pytest.raises(ValueError, match="fails after its insert"):
+        await db.write(unsynced(_fail))
+    # Rolled back: the next one here commits alone, and a read sees neither 99 nor half.
+    assert await db.write(unsynced(_where), 2) == (threading.get_ident(), "NORMAL", 0)
+    assert await db.read(_keys) == [1, 2]
+
+
+async def test_a_write_after_one_on_the_loops_thread_puts_both_on_the_disk(tmp_path: Path) -> None:
+    """The loop's connection commits into the same WAL, in order: the writer's next commit
+    that waits for the disk flushes both (one file), which a trace of the statements shows as
+    the order the commits ran in."""
+    traced = await open_traced(tmp_path / "w.db")
+    store = traced.store
+    try:
+        await store.histories.create("alice", agent="a", synced=False)  # opens it
+        here = await store.histories.create("alice", agent="a", synced=False)
+        after = await store.histories.create("alice", agent="a")
+    finally:
+        await store.close()
+    assert traced.writes(here.id) == [("NORMAL", "INSERT INTO histories")]
+    assert traced.writes(after.id) == [("FULL", "INSERT INTO histories")]
+    inserted = [i for i, s in enumerate(traced.statements) if "INSERT INTO histories" in s]
+    assert len(inserted) == 3
+    here_insert, after_insert = inserted[1], inserted[2]
+    # Different connections, the first committed before the second began.
+    assert traced.traced[here_insert][0] != traced.traced[after_insert][0]
+    commits = [i for i, s in enumerate(traced.statements) if s == "COMMIT"]
+    assert any(here_insert < i < after_insert for i in commits)
+
+
+async def test_an_unsynced_change_that_writes_much_stays_off_the_loops_thread(
+    tmp_path: Path,
+) -> None:
+    """A history change whose text is over `HERE_WRITE_CHARS`, or whose rows hold other
+    values (of any size), runs on the writer thread, so that the loop's part does not grow
+    with the data."""
+    traced = await open_traced(tmp_path / "c.db")
+    store = traced.store
+    small = {"type": "assistant", "text": "Done."}
+    large = {"type": "assistant", "text": "x" * (HERE_WRITE_CHARS + 1)}
+    nested = {"type": "tool-result", "toolCallId": "c1", "result": {"ok": True}}
+    try:
+        await store.histories.create("alice", agent="a", synced=False)  # opens the loop's
+        history = await store.histories.create("alice", agent="a", synced=False)
+        version = history.version
+        for row in (small, large, nested, small):
+            change = HistoryChange(append=[row], synced=False)
+            version = (
+                await store.histories.apply(history.id, change, expected_version=version)
+            ).version
+    finally:
+        await store.close()
+    made, *changes = [
+        traced.traced[i][0]
+        for i, s in enumerate(traced.statements)
+        if history.id in s and s.startswith(("INSERT INTO histories", "UPDATE histories"))
+    ]
+    assert len(changes) == 4
+    # The loop's connection made the history and wrote the small changes; not the others.
+    assert changes[0] == made
+    assert changes[3] == made
+    assert made not in changes[1:3]
+    assert [level for level, _ in traced.writes(history.id)] == ["NORMAL"] * 5
+
+
+async def test_the_loops_thread_does_not_try_while_the_writer_has_work(tmp_path: Path) -> None:
+    """While the writer thread has a write queued or running, an unsynced write does not even
+    try the lock on the loop's thread: it could take it between the writer's writes and leave
+    the writer sleeping in its busy handler."""
+    traced = await open_traced(tmp_path / "b.db")
+    db = traced.store.db
+    try:
+        await db.write(_create)
+        await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+        await db.write(unsynced(_insert_and_level), 2)  # runs on it
+        [loops] = {c for c, s in traced.traced if s.startswith("INSERT INTO t") and "(2)" in s}
+        seen = len(traced.traced)
+        assert await _queued(db, (unsynced(_insert_and_level), 3)) == ["NORMAL"]
+        tried = [s for c, s in traced.traced[seen:] if c == loops]
+        assert tried == []
+    finally:
+        await traced.store.close()
+
+
+async def test_a_write_whose_loop_connection_cannot_open_still_returns(
+    db: Database, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*_: Any) -> None:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(db, "_open_here", refuse)
+    with caplog.at_level(logging.WARNING, logger="handrail.store"):
+        # Committed on the writer thread: the connection that failed to open after it is
+        # only logged; the next write tries again, and goes to the writer meanwhile.
+        assert await db.write(unsynced(_insert_and_level), 1) == "NORMAL"
+        assert await db.write(unsynced(_insert_and_level), 2) == "NORMAL"
+    assert caplog.text.count("opening the event loop's own SQLite connection failed") == 2
+    assert await db.read(_keys) == [1, 2]

@@ -332,18 +332,20 @@ def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...
 
 
 class Unsynced:
-    """A write's work whose commit need not wait for the disk (`unsynced`)."""
+    """A write's work whose commit need not wait for the disk (`unsynced`); `here`: it may
+    run on the event loop's thread."""
 
-    __slots__ = ("work",)
+    __slots__ = ("here", "work")
 
-    def __init__(self, work: Callable[..., Any]) -> None:
+    def __init__(self, work: Callable[..., Any], here: bool = True) -> None:
         self.work = work
+        self.here = here
 
     def __call__(self, connection: Connection, *args: Any, **kwargs: Any) -> Any:
         return self.work(connection, *args, **kwargs)
 
 
-def unsynced(work: Work[P, T]) -> Work[P, T]:
+def unsynced(work: Work[P, T], *, here: bool = True) -> Work[P, T]:
     """`work` (a write's) marked as a change whose commit need not wait for the disk, for a
     change that holds nothing a person gave and whose loss would be made good: a conversation
     made for a prompt, whose turn then writes (at its pause, its end or its failure), a
@@ -353,20 +355,31 @@ def unsynced(work: Work[P, T]) -> Work[P, T]:
     process loses none of it, a power loss before that may. Beside any other write in its
     group it commits as that one does. On PostgreSQL it runs on a connection set to
     ``synchronous_commit = off`` (`handrail.store.kept.Kept`): its commit returns before the
-    WAL's flush, which the WAL writer or the next commit that waits does."""
-    return cast(Work[P, T], Unsynced(work))
+    WAL's flush, which the WAL writer or the next commit that waits does.
+
+    With `here` (the default: for a work whose cost does not grow with the data), on a SQLite
+    file such a write runs on the event loop's own thread when the writer thread has nothing
+    queued or running (`Database._write_here`): it waits for no disk, so a hop to the writer
+    and back would cost more than the write. Give ``here=False`` for a work that may write
+    much."""
+    return cast(Work[P, T], Unsynced(work, here))
 
 
 def _bound(work: Callable[..., T], kwargs: dict[str, Any]) -> Callable[..., T]:
     if not kwargs:
         return work
     if type(work) is Unsynced:
-        return cast(Callable[..., T], Unsynced(functools.partial(work.work, **kwargs)))
+        return cast(Callable[..., T], Unsynced(functools.partial(work.work, **kwargs), work.here))
     return functools.partial(work, **kwargs)
 
 
-#: The result of a read on the writer thread that must run on a reader thread instead.
+#: The result of a read on the writer thread that must run on a reader thread instead, or of
+#: a write on the event loop's thread that must run on the writer thread.
 _ELSEWHERE: Final = object()
+
+
+def _nothing(connection: Connection) -> None:
+    """A work that reads nothing (`Database._run` opening the loop's connection)."""
 
 
 class NotHere(Exception):
@@ -457,9 +470,10 @@ class Database:
         self._local = threading.local()
         self._kept: list[Connection] = []
         self._kept_lock = threading.Lock()
-        # The connection `quick_snapshot` reads on (and its driver's), and the thread of the
-        # event loop that uses it: the first that asked (opened on a reader thread: opening
-        # may wait for a lock). One, so that the pool holds it beside the threads' own.
+        # The connection `quick_snapshot` reads on and `_write_here` writes on (and its
+        # driver's), and the thread of the event loop that uses it: the first that asked
+        # (opened on a reader thread: opening may wait for a lock). One, so that the pool
+        # holds it beside the threads' own.
         self._here: tuple[int, Connection, sqlite3.Connection] | None = None
         self._here_lock = threading.Lock()
         self.engine: Engine | AsyncEngine
@@ -574,6 +588,14 @@ class Database:
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
             if writes and self._writer is not None:
+                if type(work) is Unsynced and work.here and not alone and self._writer.idle:
+                    done = self._write_here(work, args)
+                    if done is _ELSEWHERE and self._here is None:
+                        done = await self._writer.run(work, args, alone)
+                        await self._open_here_later()
+                        return cast(T, done)
+                    if done is not _ELSEWHERE:
+                        return cast(T, done)
                 return cast(T, await self._writer.run(work, args, alone))
             return await self._executor.run(self._in_transaction, writes, work, args)
         except Exception as exc:
@@ -858,6 +880,48 @@ class Database:
                 raise
         return await self._run(self._snapshot, False, bound, args)
 
+    def _write_here(self, work: Callable[..., T], args: tuple[Any, ...]) -> Any:
+        """An `unsynced` write on the event loop's thread (`_run` calls it when the writer
+        thread has nothing queued or running): `work` in a write transaction on the connection
+        `quick_snapshot` reads on, which commits at ``NORMAL`` (`_open_here`), without a hop
+        to the writer and back, which would cost more than a write that waits for no disk.
+        `_ELSEWHERE` when it cannot run here: this loop has no such connection yet, another
+        loop's thread has it, or another connection holds the database's write lock (the
+        connection has no busy timeout, so the loop never waits for a lock): the writer
+        thread runs it then. Nothing waits for the writer meanwhile (its work comes from the
+        loops), and a commit here runs no checkpoint (the writer's commits do)."""
+        here = self._here
+        if here is None or here[1].invalidated or here[0] != threading.get_ident():
+            return _ELSEWHERE
+        _, connection, driver = here
+        if driver.in_transaction:  # left open by a rollback that failed: never committed
+            _roll_back(connection, driver)
+        try:
+            driver.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:  # locked, or worse: the writer thread will tell
+            return _ELSEWHERE
+        try:
+            result = work(connection, *args)
+        except BaseException as error:
+            roll_back_after(error, functools.partial(_roll_back, connection, driver))
+            raise
+        _commit(connection, driver)
+        return result
+
+    async def _open_here_later(self) -> None:
+        """Open this loop's connection (`_open_here`) after a write that found none, on a
+        reader thread (opening may wait for a lock), once. The write has committed: a failure
+        here is only logged, and the next quick read tries again."""
+        executor = self._executor
+        if executor is None:
+            return
+        try:
+            await executor.run(
+                self._in_transaction, False, self._open_here, (threading.get_ident(), _nothing, ())
+            )
+        except Exception:
+            log.warning("opening the event loop's own SQLite connection failed", exc_info=True)
+
     def _open_here(
         self,
         connection: Connection,
@@ -877,6 +941,11 @@ class Database:
                     driver = opened.connection.driver_connection
                     assert isinstance(driver, sqlite3.Connection)
                     driver.execute("PRAGMA busy_timeout=0")
+                    # Its writes (`_write_here`) are `unsynced` ones, and run no checkpoint:
+                    # the loop would wait for the disk there.
+                    driver.execute("PRAGMA wal_autocheckpoint=0")
+                    if self.synchronous in _SYNCED_LEVELS:
+                        driver.execute(_COMMIT_UNSYNCED)
                 except BaseException:
                     opened.close()
                     raise

@@ -12,7 +12,7 @@ import asyncio
 import builtins
 import datetime as dt
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast, get_args
 
 from sqlalchemy import (
@@ -294,7 +294,7 @@ class HistoryRepo:
         try:
             written = await self._db.write(
                 # What the outbox keeps goes out of the process: it waits for the disk.
-                _apply if change.synced or kept else _APPLY_UNSYNCED,
+                _apply if change.synced or kept else _unsynced_apply(appended, log),
                 history_id,
                 change,
                 expected_version,
@@ -690,8 +690,30 @@ def _apply(
     )
 
 
-#: `_apply` for a change that need not wait for the disk (`HistoryChange.synced`).
+#: `_apply` for a change that need not wait for the disk (`HistoryChange.synced`): one that
+#: may run on the event loop's thread (see `unsynced`), and one that may not.
 _APPLY_UNSYNCED: Final = unsynced(_apply)
+_APPLY_UNSYNCED_AWAY: Final = unsynced(_apply, here=False)
+
+#: An unsynced change whose rows and request log entry hold more text than this (or a row a
+#: value other than text, a number or a flag) runs on the writer thread, never the loop's.
+HERE_WRITE_CHARS: Final = 16_384
+
+
+def _unsynced_apply(
+    appended: list[dict[str, Any]], log: RequestRecord | None
+) -> Callable[..., History]:
+    """`_APPLY_UNSYNCED` for a change small enough to write on the event loop's thread (a
+    turn's reply: its text and its request log entry), else `_APPLY_UNSYNCED_AWAY`, so that
+    the loop's part does not grow with the data."""
+    size = 0 if log is None else len(log.prompt) + len(log.response)
+    for columns in appended:
+        for value in columns["data"].values():
+            if isinstance(value, str):
+                size += len(value)
+            elif not (value is None or isinstance(value, int | float)):
+                return _APPLY_UNSYNCED_AWAY
+    return _APPLY_UNSYNCED if size <= HERE_WRITE_CHARS else _APPLY_UNSYNCED_AWAY
 
 
 def _write_the_rest(
