@@ -141,9 +141,10 @@ COUNTERS = Counters()
 
 def count_sqlite() -> None:
     """Every ``sqlite3`` connection made from now on counts each statement it is given: BEGIN
-    starts a transaction (one hop to a worker thread: a round trip), BEGIN IMMEDIATE a write
-    transaction (its COMMIT fsyncs, unless a ``PRAGMA synchronous=NORMAL`` came before it: an
-    unsynced commit, see `handrail.store.db.unsynced`), anything else but
+    starts a transaction (one hop to a worker thread: a round trip, unless it runs on the
+    event loop's own thread, the main one), BEGIN IMMEDIATE a write transaction (its COMMIT
+    fsyncs, unless its connection was set to ``synchronous=NORMAL`` or ``OFF``: an unsynced
+    commit, see `handrail.store.db.unsynced`), anything else but
     COMMIT/ROLLBACK/SAVEPOINT/RELEASE/PRAGMA is a statement.
 
     The count is taken where a statement is handed to the driver (a `sqlite3.Connection` and
@@ -156,20 +157,25 @@ def count_sqlite() -> None:
 
     connect = sqlite3.connect
 
-    def count(sql: str) -> None:
+    main = threading.main_thread()
+
+    def count(sql: str, connection: Any) -> None:
         traced(sql)
         head = sql.lstrip()[:16].upper()
         if head.startswith("BEGIN"):
             COUNTERS.transactions()
-            COUNTERS.round_trips()
+            if threading.current_thread() is not main:
+                COUNTERS.round_trips()
             if "IMMEDIATE" in head or "EXCLUSIVE" in head:
                 COUNTERS.writes()
+                if connection.unsynced:
+                    COUNTERS.unsynced()
         elif head.startswith("PRAGMA"):
-            # Not a statement: an unsynced commit's two (its level, then the store's) set how
-            # it commits, as BEGIN and COMMIT do. The first marks a write transaction that
-            # does not wait for the disk.
-            if "".join(sql.split()).upper() == "PRAGMASYNCHRONOUS=NORMAL":
-                COUNTERS.unsynced()
+            # Not a statement: a connection's level (the store's, or an unsynced commit's
+            # before it and the store's after) sets how its commits go, as BEGIN and COMMIT do.
+            setting = "".join(sql.split()).upper()
+            if setting.startswith("PRAGMASYNCHRONOUS="):
+                connection.unsynced = setting.endswith(("=NORMAL", "=OFF", "=1", "=0"))
         elif not head.startswith(("COMMIT", "ROLLBACK", "END", "SAVEPOINT", "RELEASE")):
             COUNTERS.statements()
 
@@ -178,21 +184,35 @@ def count_sqlite() -> None:
         connection alike (the class after this one in the bases runs it)."""
 
         def execute(self, sql: str, parameters: Any = (), /) -> Any:
-            count(sql)
+            count(sql, self._counted)
             return super().execute(sql, parameters)  # type: ignore[misc]
 
         def executemany(self, sql: str, parameters: Any, /) -> Any:
-            count(sql)
+            count(sql, self._counted)
             return super().executemany(sql, parameters)  # type: ignore[misc]
 
+        @property
+        def _counted(self) -> Any:
+            """The connection whose level counts."""
+            raise NotImplementedError
+
     class CountingCursor(Counting, sqlite3.Cursor):
-        pass
+        @property
+        def _counted(self) -> Any:
+            return self.connection
 
     class CountingConnection(Counting, sqlite3.Connection):
+        #: Whether its commits skip the fsync (its ``synchronous`` level).
+        unsynced = False
+
         # The C methods of `sqlite3.Connection` call none of these overrides, so a
         # statement given to `execute` is counted once.
         def cursor(self, factory: Any = CountingCursor) -> Any:
             return super().cursor(factory)
+
+        @property
+        def _counted(self) -> Any:
+            return self
 
     def counting_connect(*args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("factory", CountingConnection)

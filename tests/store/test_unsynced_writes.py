@@ -3,8 +3,9 @@ group commit of only such writes runs at ``synchronous=NORMAL`` (into the WAL, n
 and the connection is back at the store's level for the next write; beside any other write
 it commits as that one does. A conversation made for a prompt is such a write: the turn's
 own write then waits for the disk for both. The process may crash in between and lose none of
-it. While the writer thread has nothing queued or running, such a write runs on the event
-loop's own connection instead (no hop), never waiting there for a lock."""
+it. While the writer thread is quiet (nothing queued or running, writes one at a time), such a
+write runs on the event loop's own connection instead (no hop), never waiting there for a
+lock."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from handrail.store.greenlets import spawn
 from handrail.store.histories import HERE_WRITE_CHARS
 from handrail.store.kept import Kept
 from handrail.store.records import HistoryChange
+from handrail.store.threads import QUIET_GROUPS
 from synced_writes import open_traced
 
 LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
@@ -343,15 +345,32 @@ def _where(connection: Connection, key: int) -> tuple[int, str, int]:
     return threading.get_ident(), level, int(pages)
 
 
-async def test_an_unsynced_write_runs_on_the_loops_thread_while_the_writer_is_idle(
+def _nothing(connection: Connection) -> None:
+    """A write that writes nothing."""
+
+
+async def _quiet(database: Database) -> None:
+    """Make the writer `quiet` (`QUIET_GROUPS` groups of one write) and open the loop's
+    connection (an unsynced write that finds none, which runs on the writer meanwhile)."""
+    for _ in range(QUIET_GROUPS):
+        await database.write(_nothing)
+    await database.write(unsynced(_nothing))
+
+
+async def test_an_unsynced_write_runs_on_the_loops_thread_while_the_writer_is_quiet(
     db: Database,
 ) -> None:
     loop_thread = threading.get_ident()
-    # The first opens the loop's connection (on a reader thread) and runs on the writer.
+    for _ in range(QUIET_GROUPS - 2):
+        await db.write(_nothing)
+    # Not quiet yet (the fixture's write and these are one too few): on the writer.
     first_thread, level, _ = await db.write(unsynced(_where), 1)
     assert (first_thread != loop_thread, level) == (True, "NORMAL")
-    # From then on, with nothing queued for the writer: here, at NORMAL, and no checkpoint
-    # runs on the loop's thread.
+    # Quiet now, and no connection of the loop's yet: this one runs on the writer too, and
+    # opens the loop's connection (on a reader thread) after it.
+    assert (await db.write(unsynced(_where), 6))[0] == first_thread
+    # From then on, with nothing queued for the writer and the writes one at a time: here,
+    # at NORMAL, and no checkpoint runs on the loop's thread.
     assert await db.write(unsynced(_where), 2) == (loop_thread, "NORMAL", 0)
     assert await db.write(unsynced(_where), key=3) == (loop_thread, "NORMAL", 0)
     # A write that waits for the disk, and one marked to stay away, go to the writer thread.
@@ -359,11 +378,25 @@ async def test_an_unsynced_write_runs_on_the_loops_thread_while_the_writer_is_id
     assert (synced_thread != loop_thread, level, pages > 0) == (True, db.synchronous, True)
     away_thread, level, _ = await db.write(unsynced(_where, here=False), 5)
     assert (away_thread, level) == (synced_thread, "NORMAL")
-    assert await db.read(_keys) == [1, 2, 3, 4, 5]
+    assert await db.read(_keys) == [1, 2, 3, 4, 5, 6]
+
+
+async def test_writes_that_share_a_commit_keep_the_next_ones_on_the_writer(db: Database) -> None:
+    """Once writes come together (a group of several), an unsynced write goes to the writer,
+    where it may share the next commit, until `QUIET_GROUPS` groups of one in a row."""
+    await _quiet(db)
+    loop_thread = threading.get_ident()
+    assert (await db.write(unsynced(_where), 1))[0] == loop_thread
+    await _queued(db, (_insert_and_level, 2), (_insert_and_level, 3))  # a group of two
+    for key in range(4, 4 + QUIET_GROUPS):
+        thread, level, _ = await db.write(unsynced(_where), key)
+        assert (thread != loop_thread, level) == (True, "NORMAL")
+    assert (await db.write(unsynced(_where), 10))[0] == loop_thread
 
 
 async def test_an_unsynced_write_waits_its_turn_while_the_writer_is_busy(db: Database) -> None:
-    await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+    await _quiet(db)
+    await db.write(unsynced(_insert_and_level), 1)
     results = await _queued(db, (unsynced(_where), 2))
     [(thread, level, _)] = results
     # Queued behind the held write, so it ran on the writer thread after it.
@@ -374,7 +407,8 @@ async def test_an_unsynced_write_waits_its_turn_while_the_writer_is_busy(db: Dat
 async def test_an_unsynced_write_never_waits_on_the_loop_for_another_connections_lock(
     db: Database, tmp_path: Path
 ) -> None:
-    await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+    await _quiet(db)
+    await db.write(unsynced(_insert_and_level), 1)
     other = sqlite3.connect(tmp_path / "u.db", isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
     write = asyncio.ensure_future(db.write(unsynced(_where), 2))
@@ -392,7 +426,8 @@ async def test_an_unsynced_write_never_waits_on_the_loop_for_another_connections
 
 
 async def test_a_failing_unsynced_write_on_the_loops_thread_leaves_nothing(db: Database) -> None:
-    await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
+    await _quiet(db)
+    await db.write(unsynced(_insert_and_level), 1)
     with pytest.raises(ValueError, match="fails after its insert"):
         await db.write(unsynced(_fail))
     # Rolled back: the next one here commits alone, and a read sees neither 99 nor half.
@@ -407,7 +442,7 @@ async def test_a_write_after_one_on_the_loops_thread_puts_both_on_the_disk(tmp_p
     traced = await open_traced(tmp_path / "w.db")
     store = traced.store
     try:
-        await store.histories.create("alice", agent="a", synced=False)  # opens it
+        await _quiet(store.db)
         here = await store.histories.create("alice", agent="a", synced=False)
         after = await store.histories.create("alice", agent="a")
     finally:
@@ -415,8 +450,8 @@ async def test_a_write_after_one_on_the_loops_thread_puts_both_on_the_disk(tmp_p
     assert traced.writes(here.id) == [("NORMAL", "INSERT INTO histories")]
     assert traced.writes(after.id) == [("FULL", "INSERT INTO histories")]
     inserted = [i for i, s in enumerate(traced.statements) if "INSERT INTO histories" in s]
-    assert len(inserted) == 3
-    here_insert, after_insert = inserted[1], inserted[2]
+    assert len(inserted) == 2
+    here_insert, after_insert = inserted
     # Different connections, the first committed before the second began.
     assert traced.traced[here_insert][0] != traced.traced[after_insert][0]
     commits = [i for i, s in enumerate(traced.statements) if s == "COMMIT"]
@@ -435,7 +470,7 @@ async def test_an_unsynced_change_that_writes_much_stays_off_the_loops_thread(
     large = {"type": "assistant", "text": "x" * (HERE_WRITE_CHARS + 1)}
     nested = {"type": "tool-result", "toolCallId": "c1", "result": {"ok": True}}
     try:
-        await store.histories.create("alice", agent="a", synced=False)  # opens the loop's
+        await _quiet(store.db)
         history = await store.histories.create("alice", agent="a", synced=False)
         version = history.version
         for row in (small, large, nested, small):
@@ -466,8 +501,9 @@ async def test_the_loops_thread_does_not_try_while_the_writer_has_work(tmp_path:
     db = traced.store.db
     try:
         await db.write(_create)
-        await db.write(unsynced(_insert_and_level), 1)  # opens the loop's connection
-        await db.write(unsynced(_insert_and_level), 2)  # runs on it
+        await _quiet(db)
+        await db.write(unsynced(_insert_and_level), 1)
+        await db.write(unsynced(_insert_and_level), 2)  # runs on the loop's connection
         [loops] = {c for c, s in traced.traced if s.startswith("INSERT INTO t") and "(2)" in s}
         seen = len(traced.traced)
         assert await _queued(db, (unsynced(_insert_and_level), 3)) == ["NORMAL"]
@@ -484,6 +520,8 @@ async def test_a_write_whose_loop_connection_cannot_open_still_returns(
         raise sqlite3.OperationalError("unable to open database file")
 
     monkeypatch.setattr(db, "_open_here", refuse)
+    for _ in range(QUIET_GROUPS):
+        await db.write(_nothing)
     with caplog.at_level(logging.WARNING, logger="handrail.store"):
         # Committed on the writer thread: the connection that failed to open after it is
         # only logged; the next write tries again, and goes to the writer meanwhile.

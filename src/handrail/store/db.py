@@ -358,10 +358,10 @@ def unsynced(work: Work[P, T], *, here: bool = True) -> Work[P, T]:
     WAL's flush, which the WAL writer or the next commit that waits does.
 
     With `here` (the default: for a work whose cost does not grow with the data), on a SQLite
-    file such a write runs on the event loop's own thread when the writer thread has nothing
-    queued or running (`Database._write_here`): it waits for no disk, so a hop to the writer
-    and back would cost more than the write. Give ``here=False`` for a work that may write
-    much."""
+    file such a write runs on the event loop's own thread while the writer thread is
+    `~handrail.store.threads.Writer.quiet` (nothing queued or running, and the writes coming
+    one at a time: `Database._write_here`): it waits for no disk, so a hop to the writer and
+    back would cost more than the write. Give ``here=False`` for a work that may write much."""
     return cast(Work[P, T], Unsynced(work, here))
 
 
@@ -588,7 +588,7 @@ class Database:
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
             if writes and self._writer is not None:
-                if type(work) is Unsynced and work.here and not alone and self._writer.idle:
+                if type(work) is Unsynced and work.here and not alone and self._writer.quiet:
                     done = self._write_here(work, args)
                     if done is _ELSEWHERE and self._here is None:
                         done = await self._writer.run(work, args, alone)
@@ -881,8 +881,10 @@ class Database:
         return await self._run(self._snapshot, False, bound, args)
 
     def _write_here(self, work: Callable[..., T], args: tuple[Any, ...]) -> Any:
-        """An `unsynced` write on the event loop's thread (`_run` calls it when the writer
-        thread has nothing queued or running): `work` in a write transaction on the connection
+        """An `unsynced` write on the event loop's thread (`_run` calls it while the writer
+        thread is `Writer.quiet`: nothing queued or running, and its last groups of one write
+        each, so that no write would share a commit with it and the loop has the time; under
+        load the writer runs it beside the loop): `work` in a write transaction on the connection
         `quick_snapshot` reads on, which commits at ``NORMAL`` (`_open_here`), without a hop
         to the writer and back, which would cost more than a write that waits for no disk.
         `_ELSEWHERE` when it cannot run here: this loop has no such connection yet, another

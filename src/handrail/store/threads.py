@@ -18,6 +18,9 @@ T = TypeVar("T")
 #: The most calls one group commit takes from the queue.
 GROUP_COMMIT_MAX: Final = 64
 
+#: The writer is `Writer.quiet` after this many groups in a row of one write each.
+QUIET_GROUPS: Final = 4
+
 #: Queued to stop a thread (compared by identity).
 STOP: Final = object()
 
@@ -117,6 +120,8 @@ class Writer:
         # each count has one thread that writes it, so neither loses an update.
         self._sent = 0
         self._answered = 0
+        # Groups in a row of one write each (written by this thread, read by the loops).
+        self._lone = 0
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
@@ -135,6 +140,12 @@ class Writer:
     def idle(self) -> bool:
         """No call is queued or running (as far as this moment tells)."""
         return self._sent == self._answered
+
+    @property
+    def quiet(self) -> bool:
+        """`idle`, and its last `QUIET_GROUPS` groups each held one write: the writes come
+        one at a time, none would wait for another to share its commit."""
+        return self._lone >= QUIET_GROUPS and self._sent == self._answered
 
     def _serve(self) -> None:
         held: Any = None  # a call taken from the queue that must start the next group
@@ -158,6 +169,7 @@ class Writer:
             if reads:
                 group = [job for job in group if not job[5]]
             if group:
+                self._lone = self._lone + 1 if len(group) == 1 else 0
                 try:
                     outcomes = self._run_group([(f, args) for _, _, f, args, *_ in group])
                 except BaseException as exc:  # the thread goes on; every caller hears of it
