@@ -30,7 +30,7 @@ from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.turn import Principal
 from handrail.store import Database, Store
-from handrail.store.db import unsynced
+from handrail.store.db import HERE_WRITES_IN_A_ROW, unsynced
 from handrail.store.greenlets import spawn
 from handrail.store.histories import HERE_WRITE_CHARS
 from handrail.store.kept import Kept
@@ -529,3 +529,17 @@ async def test_a_write_whose_loop_connection_cannot_open_still_returns(
         assert await db.write(unsynced(_insert_and_level), 2) == "NORMAL"
     assert caplog.text.count("opening the event loop's own SQLite connection failed") == 2
     assert await db.read(_keys) == [1, 2]
+
+
+async def test_writes_in_a_row_on_the_loops_thread_leave_the_checkpoint_to_the_writer(
+    db: Database,
+) -> None:
+    """The loop's connection runs no checkpoint, so after `HERE_WRITES_IN_A_ROW` writes there
+    in a row the next goes to the writer, whose commit checkpoints a WAL that has grown."""
+    await _quiet(db)
+    loop_thread = threading.get_ident()
+    threads = [(await db.write(unsynced(_where), key))[0] for key in range(HERE_WRITES_IN_A_ROW)]
+    assert set(threads) == {loop_thread}
+    thread, level, pages = await db.write(unsynced(_where), HERE_WRITES_IN_A_ROW)
+    assert (thread != loop_thread, level, pages > 0) == (True, "NORMAL", True)
+    assert (await db.write(unsynced(_where), HERE_WRITES_IN_A_ROW + 1))[0] == loop_thread

@@ -129,6 +129,11 @@ _RELEASE: Final = f"RELEASE {_SAVEPOINT}"
 #: on a reader thread instead of the event loop's.
 QUICK_ROWS: Final = 64
 
+#: After this many writes in a row on the event loop's connection (`Database._write_here`),
+#: whose commits run no checkpoint, the next goes to the writer thread, whose commit runs one
+#: when the WAL has grown past ``wal_autocheckpoint``: the WAL never grows without bound.
+HERE_WRITES_IN_A_ROW: Final = 64
+
 #: The SQLite result codes (their primary part) of a lock another connection holds.
 _BUSY_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
@@ -476,6 +481,8 @@ class Database:
         # holds it beside the threads' own.
         self._here: tuple[int, Connection, sqlite3.Connection] | None = None
         self._here_lock = threading.Lock()
+        # Writes in a row on it (`HERE_WRITES_IN_A_ROW`).
+        self._here_writes = 0
         self.engine: Engine | AsyncEngine
         #: PostgreSQL: the connections kept between transactions and autocommit work.
         self._pg: Kept | None = None
@@ -884,16 +891,22 @@ class Database:
         """An `unsynced` write on the event loop's thread (`_run` calls it while the writer
         thread is `Writer.quiet`: nothing queued or running, and its last groups of one write
         each, so that no write would share a commit with it and the loop has the time; under
-        load the writer runs it beside the loop): `work` in a write transaction on the connection
-        `quick_snapshot` reads on, which commits at ``NORMAL`` (`_open_here`), without a hop
-        to the writer and back, which would cost more than a write that waits for no disk.
+        load the writer runs it beside the loop): `work` in a write transaction on the
+        connection `quick_snapshot` reads on, which commits at ``NORMAL`` (`_open_here`),
+        without a hop to the writer and back, which would cost more than a write that waits
+        for no disk.
+
         `_ELSEWHERE` when it cannot run here: this loop has no such connection yet, another
         loop's thread has it, or another connection holds the database's write lock (the
-        connection has no busy timeout, so the loop never waits for a lock): the writer
-        thread runs it then. Nothing waits for the writer meanwhile (its work comes from the
-        loops), and a commit here runs no checkpoint (the writer's commits do)."""
+        connection has no busy timeout, so the loop never waits for a lock); the writer
+        thread runs it then. A commit here runs no checkpoint, so the write after each
+        `HERE_WRITES_IN_A_ROW` here goes to the writer too, whose commit does. Nothing waits
+        for the writer meanwhile: its work comes from the loops."""
         here = self._here
         if here is None or here[1].invalidated or here[0] != threading.get_ident():
+            return _ELSEWHERE
+        if self._here_writes >= HERE_WRITES_IN_A_ROW:
+            self._here_writes = 0
             return _ELSEWHERE
         _, connection, driver = here
         if driver.in_transaction:  # left open by a rollback that failed: never committed
@@ -902,6 +915,7 @@ class Database:
             driver.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:  # locked, or worse: the writer thread will tell
             return _ELSEWHERE
+        self._here_writes += 1
         try:
             result = work(connection, *args)
         except BaseException as error:
