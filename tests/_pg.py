@@ -245,6 +245,12 @@ async def flushing_database_url(cluster: PostgresCluster) -> str:
     return url
 
 
+def commit_level(connection: Connection) -> str:
+    """A store work: the transaction's ``synchronous_commit`` (``on`` or ``off``), read
+    inside it."""
+    return str(connection.execute(text("SHOW synchronous_commit")).scalar_one())
+
+
 def end_other_sessions(connection: Connection) -> None:
     """A store work (`Database.write`): PostgreSQL ends every other session of the database,
     as a restart or a failover would."""

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from _pg import PostgresCluster, end_other_sessions, flushing_database_url
+from _pg import PostgresCluster, commit_level, end_other_sessions, flushing_database_url
 from handrail.store import Database, Store, connection_lost
 from handrail.store.db import unsynced
 from handrail.store.greenlets import spawn
@@ -104,10 +104,6 @@ def _end_sessions_unseen(cluster: PostgresCluster, url: str) -> None:
     ender.join()
 
 
-def _level(connection: Connection) -> str:
-    return str(connection.execute(text("SHOW synchronous_commit")).scalar_one())
-
-
 async def test_unsynced_writes_recover_after_their_sessions_end(
     postgres_cluster: PostgresCluster,
 ) -> None:
@@ -126,8 +122,8 @@ async def test_unsynced_writes_recover_after_their_sessions_end(
         for i in range(4):
             await db.write(unsynced(_insert_kept), 20 + i)
             await db.write(_insert_kept, 30 + i)
-        assert await db.write(unsynced(_level)) == "off"
-        assert await db.write(_level) == "on"
+        assert await db.write(unsynced(commit_level)) == "off"
+        assert await db.write(commit_level) == "on"
 
     engine = create_async_engine(url, pool_size=1, max_overflow=0)
     kept = Kept(engine.sync_engine, 1)
@@ -139,8 +135,8 @@ async def test_unsynced_writes_recover_after_their_sessions_end(
             await spawn(kept.transaction, _insert_kept, (41,), True)
         assert connection_lost(raised.value)
         await spawn(kept.transaction, _insert_kept, (42,), True)
-        assert await spawn(kept.transaction, _level, (), True) == "off"
-        assert await spawn(kept.transaction, _level, ()) == "on"
+        assert await spawn(kept.transaction, commit_level, (), True) == "off"
+        assert await spawn(kept.transaction, commit_level, ()) == "on"
     finally:
         await spawn(kept.close)
         await engine.dispose()

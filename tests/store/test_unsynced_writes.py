@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from _pg import PostgresCluster, flushing_database_url
+from _pg import PostgresCluster, commit_level, flushing_database_url
 from handrail.runtime import Runtime
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
@@ -231,14 +231,9 @@ async def test_an_unsynced_conversation_on_each_backend(store: Store) -> None:
     assert (again.owner_id, again.agent, again.version) == ("alice", "assistant", 1)
 
 
-def _commit_level(connection: Connection) -> str:
-    """The transaction's ``synchronous_commit``, read inside it."""
-    return str(connection.execute(text("SHOW synchronous_commit")).scalar_one())
-
-
 def _insert_and_commit_level(connection: Connection, key: int) -> str:
     connection.execute(text("INSERT INTO t (id) VALUES (:id)"), {"id": key})
-    return _commit_level(connection)
+    return commit_level(connection)
 
 
 @pytest.fixture
@@ -289,7 +284,7 @@ async def test_an_unsynced_connection_is_set_back_before_the_pool_has_it_again(
     try:
         assert len(connections) >= 8
         for connection in connections:
-            level = await connection.run_sync(_commit_level)
+            level = await connection.run_sync(commit_level)
             assert level == "on"
     finally:
         for connection in connections:
@@ -309,12 +304,12 @@ async def test_a_full_pool_gives_one_kind_of_write_the_others_idle_connections(
     try:
         await spawn(kept.transaction, _create, ())
         synced = await asyncio.gather(
-            *(spawn(kept.transaction, _commit_level, ()) for _ in range(3))
+            *(spawn(kept.transaction, commit_level, ()) for _ in range(3))
         )
         assert synced == ["on"] * 3
         assert len(kept._free) == 2  # the third went back to the pool: it had no room left
         # Room in the pool: an unsynced write gets a connection of its own.
-        assert await spawn(kept.transaction, _commit_level, (), True) == "off"
+        assert await spawn(kept.transaction, commit_level, (), True) == "off"
         assert len(kept._free) == 2
         # The pool full (the kept ones and one held elsewhere): it takes an idle one.
         held = await engine.connect()
@@ -325,8 +320,8 @@ async def test_a_full_pool_gives_one_kind_of_write_the_others_idle_connections(
         assert (len(kept._free), len(kept._free_unsynced)) == (1, 0)
         assert engine.pool.checkedout() == 2
         async with engine.connect() as again:
-            assert await again.run_sync(_commit_level) == "on"
-        assert await asyncio.wait_for(spawn(kept.transaction, _commit_level, ()), 10) == "on"
+            assert await again.run_sync(commit_level) == "on"
+        assert await asyncio.wait_for(spawn(kept.transaction, commit_level, ()), 10) == "on"
     finally:
         if held is not None:
             await held.close()
