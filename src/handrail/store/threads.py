@@ -105,6 +105,10 @@ class Writer:
     after its commit (`run_read`, given the read's `read` value, its outcome likewise), so a
     read sent while the thread is busy costs no thread a wake-up (see
     `Database.quick_snapshot`).
+
+    The thread is almost the one writer: while it is `quiet`, an `unsynced` write runs on the
+    event loop's own connection instead (`Database._write_here`), under SQLite's write lock
+    like any other.
     """
 
     def __init__(
