@@ -106,7 +106,7 @@ class Writer:
     read sent while the thread is busy costs no thread a wake-up (see
     `Database.quick_snapshot`).
 
-    The thread is almost the one writer: while it is `quiet`, an `unsynced` write runs on the
+    It is not the only connection that writes: while it is `quiet`, an `unsynced` write runs on the
     event loop's own connection instead (`Database._write_here`), under SQLite's write lock
     like any other.
     """
