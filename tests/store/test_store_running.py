@@ -23,9 +23,10 @@ from sqlalchemy.exc import IntegrityError
 
 import handrail.store.prepared as prepared
 from handrail.store import Database, Store
-from handrail.store.db import all_rows, first_row
+from handrail.store.db import all_rows, first_row, unsynced
 from handrail.store.prepared import Prepared
 from handrail.store.tables import histories
+from handrail.store.threads import QUIET_GROUPS
 
 H = histories.c
 
@@ -145,6 +146,25 @@ async def test_with_echo_every_statement_is_logged(
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "INSERT INTO histories" in logged
     assert "FROM histories" in logged
+
+
+async def test_with_echo_unsynced_writes_go_through_the_logged_writer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Unsynced writes run on the writer thread with ``echo`` (not on the event loop's own
+    connection, whose transaction begins on the driver), so the log shows each one's
+    transaction."""
+    caplog.set_level("INFO", logger="sqlalchemy.engine")
+    async with Database(f"sqlite:///{tmp_path / 'x.db'}", echo=True) as db:
+        await db.migrate()
+        for n in range(QUIET_GROUPS + 3):
+            await db.write(unsynced(_INSERT.run), _history(f"{n:024d}"))
+            assert await db.quick_read(_GET.first, {"history_id": f"{n:024d}"}) is not None
+    threads = {r.threadName for r in caplog.records if "INSERT INTO histories" in r.getMessage()}
+    assert threads
+    assert threading.main_thread().name not in threads
+    begun = [r for r in caplog.records if r.getMessage().startswith("BEGIN")]
+    assert len(begun) >= QUIET_GROUPS + 3
 
 
 async def test_prepared_plans_go_with_their_database(tmp_path: Path) -> None:

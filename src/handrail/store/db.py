@@ -595,7 +595,13 @@ class Database:
             if self._executor is None:
                 raise RuntimeError("The database is closed.")
             if writes and self._writer is not None:
-                if type(work) is Unsynced and work.here and not alone and self._writer.quiet:
+                if (
+                    type(work) is Unsynced
+                    and work.here
+                    and not alone
+                    and not self._echo  # SQLAlchemy's log shows the writer's BEGIN and COMMIT
+                    and self._writer.quiet
+                ):
                     done = self._write_here(work, args)
                     if done is _ELSEWHERE and self._here is None:
                         done = await self._writer.run(work, args, alone)
