@@ -19,13 +19,14 @@ class Traced:
 
     store: Store
     path: Path
-    #: (connection, statement) of each statement run, in order.
+    #: (connection, statement) of each statement run, in order; an empty statement marks a
+    #: connection opened (an id may be a closed one's again).
     traced: list[tuple[int, str]]
 
     @property
     def statements(self) -> list[str]:
         """Every statement run, in order, on any connection."""
-        return [statement for _, statement in self.traced]
+        return [statement for _, statement in self.traced if statement]
 
     def writes(self, history_id: str) -> list[tuple[str, str]]:
         """(level, first statement) of each write transaction whose first statement names
@@ -36,7 +37,10 @@ class Traced:
         out: list[tuple[str, str]] = []
         for connection, statement in self.traced:
             upper = statement.upper()
-            if upper.startswith("PRAGMA SYNCHRONOUS="):
+            if not statement:  # a new connection, at the store's level
+                levels.pop(connection, None)
+                begun.discard(connection)
+            elif upper.startswith("PRAGMA SYNCHRONOUS="):
                 levels[connection] = upper.split("=", 1)[1]
             elif upper.startswith("BEGIN IMMEDIATE"):
                 begun.add(connection)
@@ -53,6 +57,7 @@ async def open_traced(path: Path) -> Traced:
 
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         key = id(dbapi_connection)
+        traced.append((key, ""))
         dbapi_connection.set_trace_callback(lambda statement: traced.append((key, statement)))
 
     event.listen(Engine, "connect", on_connect)

@@ -444,12 +444,12 @@ async def test_a_write_after_one_on_the_loops_thread_puts_both_on_the_disk(tmp_p
         await store.close()
     assert traced.writes(here.id) == [("NORMAL", "INSERT INTO histories")]
     assert traced.writes(after.id) == [("FULL", "INSERT INTO histories")]
-    inserted = [i for i, s in enumerate(traced.statements) if "INSERT INTO histories" in s]
+    inserted = [i for i, (_, s) in enumerate(traced.traced) if "INSERT INTO histories" in s]
     assert len(inserted) == 2
     here_insert, after_insert = inserted
     # Different connections, the first committed before the second began.
     assert traced.traced[here_insert][0] != traced.traced[after_insert][0]
-    commits = [i for i, s in enumerate(traced.statements) if s == "COMMIT"]
+    commits = [i for i, (_, s) in enumerate(traced.traced) if s == "COMMIT"]
     assert any(here_insert < i < after_insert for i in commits)
 
 
@@ -476,8 +476,8 @@ async def test_an_unsynced_change_that_writes_much_stays_off_the_loops_thread(
     finally:
         await store.close()
     made, *changes = [
-        traced.traced[i][0]
-        for i, s in enumerate(traced.statements)
+        connection
+        for connection, s in traced.traced
         if history.id in s and s.startswith(("INSERT INTO histories", "UPDATE histories"))
     ]
     assert len(changes) == 4
