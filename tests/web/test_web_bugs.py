@@ -274,3 +274,32 @@ def test_every_rule_of_the_stylesheet_is_closed() -> None:
         depth += line.count("{") - line.count("}")
         assert depth >= 0, f"style.css line {number} closes a rule that is not open"
     assert depth == 0, "style.css leaves a rule open"
+
+
+def test_a_new_conversations_first_prompt_stays_when_the_first_render_comes_late(
+    app: App,
+) -> None:
+    """The chat's first render waited for the tools' safety classes (``GET /api/permissions``).
+    When they came after the turn had made its conversation (``history.created`` names it),
+    that render loaded the conversation, which holds no row until the turn's pause: the prompt
+    just sent and the turn's notices were wiped. A new conversation now renders at once."""
+    held: list[Route] = []
+    app.page.route("**/api/permissions", lambda route: held.append(route))
+    app.sign_in_as("alice")
+    prompt = command("ask_confirm", {"title": "Go ahead?", "prompt": "Shall I go on?"})
+    app.say(prompt)
+    app.card(kind="confirm").expect_pending()
+    assert held, "the safety classes came before the ask: nothing was late"
+    loads: list[str] = []
+    one_history = re.compile(r"/api/histories/[0-9a-f]{24}$")
+    app.page.on("request", lambda r: loads.append(r.url) if one_history.search(r.url) else None)
+    with app.page.expect_response("**/api/permissions"):
+        for route in held:
+            route.continue_()
+    app.page.unroute("**/api/permissions")
+    # What the classes' arrival sets off runs at once (a few promise steps): a moment shows it.
+    app.page.wait_for_timeout(300)
+    assert loads == []
+    expect(app.page.locator(".msg-user")).to_have_text(["You: " + prompt])
+    expect(app.page.locator(".empty-state")).to_have_count(0)
+    app.card(kind="confirm").expect_pending()

@@ -91,6 +91,8 @@ export function chatPage(main, ctx) {
     progress: null,
     // Turns this tab streams itself: their turn.finished events need no reload.
     ownTurns: 0,
+    // The first render of a stored conversation came during this page's turn: it runs after.
+    loadAfterTurn: false,
   };
 
   const titleId = uid("chat-title");
@@ -540,7 +542,8 @@ export function chatPage(main, ctx) {
       if (stopped && state.alive) {
         state.flash = "You stopped the turn. What it did before is kept below.";
         load();
-      }
+      } else if (state.loadAfterTurn && state.alive) load();
+      state.loadAfterTurn = false;
       updateComposer();
       refreshList();
       ctx.refreshPending();
@@ -807,7 +810,19 @@ export function chatPage(main, ctx) {
     }
   });
 
-  loadSafety().then(load);
+  // The first render. A new conversation shows at once: were it to wait for the tools' safety
+  // classes, a prompt sent meanwhile would have its turn's conversation named (history.created)
+  // and that render would load it before the turn stored a row, wiping the prompt and the
+  // turn's first lines. A stored one renders once the classes are in, or after this page's
+  // turn when one is streaming by then (its own events show it meanwhile).
+  const safety = loadSafety();
+  if (!state.historyId) load();
+  else {
+    safety.then(() => {
+      if (state.streaming) state.loadAfterTurn = true;
+      else load();
+    });
+  }
   refreshList();
   return () => {
     state.alive = false;
