@@ -1,8 +1,9 @@
 """The bugs found by trying the web UI, each with the check that failed before its fix: a long
 word in a markdown preview or the Conversations panel at 390 px no longer widens the page, a
 missing or foreign conversation says so (not "as an admin"), an unknown path is a page (not raw
-JSON), and dark-mode badges and watch buttons reach 4.5:1 (contrast computed from the colours
-the browser renders)."""
+JSON), dark-mode badges and watch buttons reach 4.5:1 (contrast computed from the colours
+the browser renders), and a new conversation's first prompt is not wiped by a first render
+that came late."""
 
 from __future__ import annotations
 
