@@ -414,6 +414,23 @@ def _commit(connection: Connection, driver: sqlite3.Connection) -> None:
         raise
 
 
+def _finish(
+    connection: Connection,
+    driver: sqlite3.Connection,
+    work: Callable[..., T],
+    args: tuple[Any, ...],
+) -> T:
+    """`work` in the transaction begun on `connection`: committed when it returns, rolled
+    back when it raises."""
+    try:
+        result = work(connection, *args)
+    except BaseException as error:
+        roll_back_after(error, functools.partial(_roll_back, connection, driver))
+        raise
+    _commit(connection, driver)
+    return result
+
+
 def _roll_back(connection: Connection, driver: sqlite3.Connection) -> None:
     """Roll back the transaction `Database._begin` began on `connection`: SQLAlchemy's when
     its own joined it (one whose commit failed stays there, no longer active, and the
@@ -668,13 +685,7 @@ class Database:
         """`work` in a transaction on `connection`: committed when it returns, rolled back
         when it raises."""
         self._begin(connection, driver, writes)
-        try:
-            result = work(connection, *args)
-        except BaseException as error:
-            roll_back_after(error, functools.partial(_roll_back, connection, driver))
-            raise
-        _commit(connection, driver)
-        return result
+        return _finish(connection, driver, work, args)
 
     def _read_here(
         self,
@@ -922,13 +933,7 @@ class Database:
         except sqlite3.OperationalError:  # locked, or worse: the writer thread will tell
             return _ELSEWHERE
         self._here_writes += 1
-        try:
-            result = work(connection, *args)
-        except BaseException as error:
-            roll_back_after(error, functools.partial(_roll_back, connection, driver))
-            raise
-        _commit(connection, driver)
-        return result
+        return _finish(connection, driver, work, args)
 
     async def _open_here_later(self) -> None:
         """Open this loop's connection (`_open_here`) after a write that found none, on a
