@@ -22,8 +22,9 @@ with ``PRAGMA synchronous=FULL``, and every cycle starts a new conversation:
   (returns ``__interrupt__``), then ``invoke(Command(resume=answer))``.
 
 Then it shows where an in-process cycle's time goes: every store call timed, the SQL statements,
-transactions (each one hop to a store thread) and writes of one cycle, and unit costs probed on the
-machine (``--profile N`` adds a cProfile listing of N cycles).
+transactions (on the event loop's own connection, or each one hop to a store thread) and writes
+of one cycle, and unit costs probed on the machine (``--profile N`` adds a cProfile listing of N
+cycles).
 
 Last, it measures the memory of a fresh server holding many paused conversations: it pauses
 histories through the HTTP API (1,000, then up to 10,000), and at each mark reads the server
@@ -530,39 +531,54 @@ def store_call_times(inproc: InProcess, cycles: int) -> tuple[float, dict[str, l
 
 
 def count_sql(folder: Path, lg: LangGraphCycle) -> dict[str, int]:
-    """SQL statements, transactions (each one hop to a store thread) and write transactions of
-    one cycle of each, as SQLite itself runs them (``sqlite3``'s trace callback on every
-    connection: handrail's store runs some statements on the driver's cursor directly)."""
+    """SQL statements, transactions (on the event loop's own connection, or each one hop to a
+    store thread) and write transactions of one cycle of each, as SQLite itself runs them
+    (``sqlite3``'s trace callback on every connection: handrail's store runs some statements
+    on the driver's cursor directly), and the writes whose commit waits for the disk (by the
+    ``synchronous`` level of the connection each commits on)."""
     from sqlalchemy import Engine, event
 
     statements: list[str] = []
+    # (connection, statement): a commit waits for the disk at its own connection's level.
+    traced: list[tuple[int, str]] = []
 
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.set_trace_callback(statements.append)
+        key = id(dbapi_connection)
+        dbapi_connection.set_trace_callback(lambda statement: traced.append((key, statement)))
 
     event.listen(Engine, "connect", on_connect)  # every engine made from now on
     counter = InProcess(folder / "count.db")
     try:
         counter.check()  # the first cycle opens the connections
-        statements.clear()
+        first = len(traced)
         counter.check()
     finally:
         counter.close()
         event.remove(Engine, "connect", on_connect)
-    ours = [s.lstrip().upper() for s in statements]
-    # A write whose commit does not wait for the disk (the store's `unsynced`) is set to
-    # ``synchronous=NORMAL`` before its BEGIN and back after its commit.
-    synced, unsynced = 0, False
-    for statement in ours:
+    ours = [s.lstrip().upper() for _, s in traced[first:]]
+    # A write whose commit does not wait for the disk (the store's `unsynced`) runs on a
+    # connection at ``synchronous=NORMAL``: the writer's, set so before its BEGIN and back
+    # after its commit, or the event loop's own, set so when it opened.
+    # The event loop's own connection is the one set to wait for no lock.
+    levels: dict[int, str] = {}
+    on_loop: set[int] = set()
+    synced = here = 0
+    for index, (key, statement) in enumerate(traced):
+        statement = statement.lstrip().upper()
         if statement.startswith("PRAGMA SYNCHRONOUS="):
-            unsynced = statement.endswith("NORMAL")
-        elif statement.startswith("BEGIN IMMEDIATE") and not unsynced:
-            synced += 1
+            levels[key] = statement.rpartition("=")[2].strip()
+        elif statement.replace(" ", "") == "PRAGMABUSY_TIMEOUT=0":
+            on_loop.add(key)
+        elif index >= first and statement.startswith("BEGIN"):
+            here += key in on_loop
+            if statement.startswith("BEGIN IMMEDIATE"):
+                synced += levels.get(key, "FULL") in ("FULL", "EXTRA")
     counts = {
         "statements": sum(
             not s.startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA")) for s in ours
         ),
-        "hops": sum(s.startswith("BEGIN") for s in ours),
+        "transactions": sum(s.startswith("BEGIN") for s in ours),
+        "here": here,
         "writes": sum(s.startswith("BEGIN IMMEDIATE") for s in ours),
         "synced": synced,
     }
@@ -803,10 +819,10 @@ def race(args: argparse.Namespace, folder: Path) -> int:
         fsync_ns = max(0.0, units["FULL"] - units["OFF"])
         print(
             "   SQL per cycle (BEGIN, COMMIT and PRAGMA not counted): handrail "
-            f"{counts['statements']} statements in {counts['hops']} transactions "
-            f"({counts['writes']} writing, {counts['synced']} of them waiting for the disk), "
-            "each one hop to a "
-            f"store thread; LangGraph {counts['lg_statements']} statements, "
+            f"{counts['statements']} statements in {counts['transactions']} transactions "
+            f"({counts['writes']} writing, {counts['synced']} of them waiting for the disk; "
+            f"{counts['here']} on the event loop's own connection, the others each one hop to "
+            f"a store thread); LangGraph {counts['lg_statements']} statements, "
             f"{counts['lg_commits']} commits, no thread hops (sqlite3 on the caller's thread)\n"
             "   unit costs here: a concurrent.futures thread hop "
             f"{fmt_time(units['hop'])}; empty read transaction through the store "
