@@ -108,6 +108,13 @@ def short_tokens() -> Iterator[AuthServer]:
 
 
 @pytest.fixture
+def four_second_tokens() -> Iterator[AuthServer]:
+    """Access tokens that last four seconds: long enough for an admin's change before they
+    expire, short enough for a refresh after it."""
+    yield from _serve(4)
+
+
+@pytest.fixture
 def key(monkeypatch: pytest.MonkeyPatch) -> str:
     value = new_secret_key()
     monkeypatch.setenv("HANDRAIL_SECRET_KEY", value)
@@ -162,6 +169,10 @@ async def sign_in(api: Api, connection: dict[str, Any]) -> dict[str, Any]:
 
 
 async def saved_oauth(api: Api, connection_id: str, key: str) -> dict[str, Any]:
+    return dict(json.loads((await stored_secrets(api, connection_id, key))["oauth"]))
+
+
+async def stored_secrets(api: Api, connection_id: str, key: str) -> dict[str, str]:
     from sqlalchemy import Connection, select
 
     from handrail.store.tables import connections
@@ -172,8 +183,7 @@ async def saved_oauth(api: Api, connection_id: str, key: str) -> dict[str, Any]:
         ).first()
         return None if row is None else row[0]
 
-    sealed = await api.store.db.read(read)
-    return dict(json.loads(SecretBox(key).open(sealed)["oauth"]))
+    return SecretBox(key).open(await api.store.db.read(read))
 
 
 async def every_row(api: Api) -> str:
@@ -339,6 +349,47 @@ async def test_tokens_are_refreshed_and_saved_again(
     second = (await saved_oauth(oapi, added["id"], key))["tokens"]
     assert second["access_token"] != first["access_token"]
     assert second["refresh_token"] != first["refresh_token"]
+
+
+async def test_a_refresh_in_another_process_keeps_an_admins_change_of_the_secrets(
+    oapi: Api, four_second_tokens: AuthServer, key: str, tmp_path: Path
+) -> None:
+    """Another process whose link started before an admin changed the secrets refreshes the
+    tokens before it starts again with the change: the tokens are saved among the secrets
+    stored then, so the admin's change stays (it used to be written over with the secrets
+    that link started with)."""
+    server = four_second_tokens
+    added = (await oapi.post("/connections", remote(server), user="root")).json()["data"]
+    assert (await sign_in(oapi, added))["status"]["state"] == "connected"
+    await read_only(oapi, added["id"])
+    first = (await saved_oauth(oapi, added["id"], key))["tokens"]
+    async with start_api(sqlite_url(tmp_path), tmp_path / "other", agents=AGENTS) as other:
+        seen = (await other.get(f"/connections/{added['id']}", user="root")).json()["data"]
+        assert seen["status"]["state"] == "connected", seen["status"]
+
+        # The other process keeps the link it started (it reads the saved connections every
+        # couple of seconds, and would start it again with the change).
+        async def keep_the_link() -> None:
+            return None
+
+        other.app.state.connections.sync = keep_the_link
+        patched = await oapi.request(
+            "PATCH",
+            f"/connections/{added['id']}",
+            user="root",
+            json={"secrets": {"note": "rotated"}},
+        )
+        assert patched.status_code == 200, patched.text
+        assert patched.json()["data"]["secretsSet"] == ["note"]
+        await asyncio.sleep(4.2)  # the access token expires
+        ran = await other.say(call("remote_whoami"))
+        [result] = results(ran.events)
+        assert result.startswith("client "), result
+    assert server.counts()["refreshed"] == 1
+    stored = await stored_secrets(oapi, added["id"], key)
+    assert stored["note"] == "rotated"
+    tokens = json.loads(stored["oauth"])["tokens"]
+    assert tokens["refresh_token"] != first["refresh_token"]  # the refreshed ones
 
 
 async def test_a_revoked_token_is_an_error_with_the_way_forward_then_a_new_sign_in(

@@ -1,7 +1,10 @@
 """Saved connections and the activity log, on both backends: add, the compare-and-set update,
-the unique prefix, status writes that leave the version alone, delete, and activity pages."""
+the unique prefix, status writes that leave the version alone, secrets changed as they are
+stored when the write runs, delete, and activity pages."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -73,6 +76,54 @@ async def test_update_is_a_compare_and_set(store: Store) -> None:
     assert await repo.delete(saved.id)
     assert not await repo.delete(saved.id)
     assert await repo.get(saved.id) is None
+
+
+async def test_secrets_change_as_they_are_stored_when_the_write_runs(store: Store) -> None:
+    """A sign-in's tokens are a change of the secrets stored when they are written, and so is
+    an admin's change: neither undoes what the other wrote after the row was read (the sealed
+    text stands for a token here: the store never opens it)."""
+    repo = ConnectionRepo(store.db)
+    saved = await repo.add(record())
+    seen: list[str | None] = []
+
+    def add_token(stored: str | None) -> str:
+        seen.append(stored)
+        return f"{stored}+token"
+
+    assert await repo.change_secrets(saved.id, add_token) == "gAAAA-ciphertext+token"
+    # An admin's change from the row read before that write keeps the token written since.
+    changed = await repo.update(saved.id, 1, {"secrets": lambda stored: f"rotated|{stored}"})
+    assert changed.secrets == "rotated|gAAAA-ciphertext+token"
+    assert changed.version == 2
+    # And a token saved after the admin's change keeps the admin's secrets; the version stays.
+    assert await repo.change_secrets(saved.id, add_token) == "rotated|gAAAA-ciphertext+token+token"
+    assert seen == ["gAAAA-ciphertext", "rotated|gAAAA-ciphertext+token"]
+    after = await repo.get(saved.id)
+    assert after is not None
+    assert (after.version, after.secrets) == (2, "rotated|gAAAA-ciphertext+token+token")
+    # A conflicting update changes nothing, secrets included.
+    with pytest.raises(ConnectionConflict):
+        await repo.update(saved.id, 1, {"secrets": lambda stored: "lost"})
+    assert (await repo.get(saved.id)).secrets == after.secrets  # type: ignore[union-attr]
+    assert await repo.delete(saved.id)
+    with pytest.raises(ConnectionNotFound):
+        await repo.change_secrets(saved.id, add_token)
+    with pytest.raises(ConnectionNotFound):
+        await repo.update(saved.id, 2, {"secrets": lambda stored: "lost"})
+
+
+async def test_concurrent_secrets_changes_each_see_the_one_before(store: Store) -> None:
+    """On PostgreSQL the row is locked from the read on (``FOR UPDATE``): changes at the same
+    time queue up, none is lost."""
+    repo = ConnectionRepo(store.db)
+    saved = await repo.add(record())
+    await asyncio.gather(
+        *(repo.change_secrets(saved.id, lambda s, n=n: f"{s},{n}") for n in range(12))
+    )
+    after = await repo.get(saved.id)
+    assert after is not None
+    assert after.secrets is not None
+    assert sorted(after.secrets.split(",")[1:], key=int) == [str(n) for n in range(12)]
 
 
 async def test_activity_pages_newest_first(store: Store) -> None:

@@ -52,9 +52,11 @@ from ..store import Store
 from ..store.connections import (
     ActivityRecord,
     ActivityRepo,
+    ConnectionNotFound,
     ConnectionRecord,
     ConnectionRepo,
     PrefixTaken,
+    SecretsChange,
 )
 from ..store.paging import Page, Position
 from .agent import Agent, SourcedSets
@@ -347,14 +349,22 @@ class ConnectionHub:
             )
 
     async def _save_oauth(self, live: _Live, saved: OAuthSaved) -> None:
-        """Keep what a sign-in (or a token refresh) gave among the sealed secrets."""
+        """Keep what a sign-in (or a token refresh) gave among the sealed secrets: among those
+        stored when it is written, not those this link started with, which an admin may have
+        changed since in another process (this link then starts again with them)."""
+        token = saved.to_secret()
+
+        def with_token(stored: str | None) -> str | None:
+            try:
+                current = self.secrets.open(stored)
+            except SecretsUnreadable:
+                current = {}
+            return self.secrets.seal({**current, OAUTH_SECRET: token})
+
         try:
-            current = self.secrets.open(live.record.secrets)
-        except SecretsUnreadable:
-            current = {}
-        current[OAUTH_SECRET] = saved.to_secret()
-        sealed = self.secrets.seal(current)
-        await self.repo.set_secrets(live.record.id, sealed)
+            sealed = await self.repo.change_secrets(live.record.id, with_token)
+        except ConnectionNotFound:
+            return  # removed meanwhile: its link stops
         live.record = dataclasses.replace(live.record, secrets=sealed)
 
     async def _start_actions(self, live: _Live) -> None:
@@ -613,16 +623,14 @@ class ConnectionHub:
                 current = self.secrets.open(record.secrets)
             except SecretsUnreadable:
                 current = {}  # saved under another key: the ones sent now replace them all
-            signed_in = current.pop(OAUTH_SECRET, None)  # the sign-in's, not the admin's
+            current.pop(OAUTH_SECRET, None)  # the sign-in's, not the admin's
             for key, value in (body["secrets"] or {}).items():
                 if value is None:
                     current.pop(key, None)
                 else:
                     current[key] = value
             checked = checked_secrets(definition, current, fields)
-            changes["secrets"] = self.secrets.seal(
-                checked if signed_in is None else {**checked, OAUTH_SECRET: signed_in}
-            )
+            changes["secrets"] = self._with_stored_sign_in(checked)
             changes["secret_keys"] = tuple(sorted(checked))
         if "trusted" in body:
             changes["trusted"] = bool(body["trusted"])
@@ -672,6 +680,19 @@ class ConnectionHub:
             changes=public_changes(updated, changes, body=body),
         )
         return await self._after_change(updated, changes, signer)
+
+    def _with_stored_sign_in(self, secrets: dict[str, Any]) -> SecretsChange:
+        """An admin's `secrets`, sealed with the sign-in's tokens stored when the change is
+        written (a refresh in any process may have renewed them since the row was read)."""
+
+        def sealed(stored: str | None) -> str | None:
+            try:
+                token = self.secrets.open(stored).get(OAUTH_SECRET)
+            except SecretsUnreadable:
+                token = None  # saved under another key: the admin's replace them all
+            return self.secrets.seal(secrets if token is None else {**secrets, OAUTH_SECRET: token})
+
+        return sealed
 
     async def _after_change(
         self,

@@ -4,7 +4,11 @@ A connection row holds no secret in the clear: `ConnectionRecord.secrets` is the
 connections layer made (one Fernet token), and `secret_keys` only names what it holds. An
 admin's change is a compare-and-set on the row's `version` (`ConnectionConflict` for the loser);
 the status and the tool listing a process writes after starting it leave the version alone, so
-they never make another process restart its link.
+they never make another process restart its link. So do the tokens a sign-in or a refresh
+saves: those are written as a change of the secrets stored when the write runs (`SecretsChange`,
+in the write's transaction), never as a copy of the secrets a process read earlier, which would
+undo an admin's change of the secrets made meanwhile in another process (and an admin's change
+keeps the tokens saved meanwhile the same way).
 
 The activity log records who changed what and when; its `changes` name fields and carry only
 public values (the caller builds them: never a secret).
@@ -14,9 +18,9 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -36,7 +40,12 @@ __all__ = [
     "ConnectionRecord",
     "ConnectionRepo",
     "PrefixTaken",
+    "SecretsChange",
 ]
+
+#: The sealed secrets to store, as a function of those stored when the write runs (None: none):
+#: it runs in the write's transaction, on the row as it is then.
+SecretsChange: TypeAlias = Callable[[str | None], str | None]
 
 C = connections.c
 A = activity.c
@@ -174,18 +183,27 @@ class ConnectionRepo:
     ) -> ConnectionRecord:
         """Apply an admin's `changes` (fields of `CHANGEABLE`) when the row is still at
         `version`; the version grows by one. `ConnectionNotFound`, `ConnectionConflict` or
-        `PrefixTaken` otherwise, and nothing is written."""
+        `PrefixTaken` otherwise, and nothing is written. ``secrets`` may be a `SecretsChange`,
+        applied to the secrets stored when the update runs: the tokens a sign-in saved since
+        the row was read leave the version alone, so a change made from an older copy would
+        drop them."""
         unknown = set(changes) - CHANGEABLE
         if unknown:
             raise ValueError(f"These fields cannot be changed: {sorted(unknown)}")
         values = {k: (list(v) if isinstance(v, tuple) else v) for k, v in changes.items()}
+        secrets = cast(
+            "SecretsChange | None",
+            values.pop("secrets") if callable(values.get("secrets")) else None,
+        )
         values["version"] = version + 1
         values["updated"] = utc_now()
         statement = (
             update(connections).where(C.id == connection_id, C.version == version).values(values)
         )
         try:
-            changed, found = await self._db.write(_update_and_read, statement, connection_id)
+            changed, found = await self._db.write(
+                _update_and_read, statement, connection_id, secrets
+            )
         except IntegrityError:
             raise PrefixTaken(
                 f"Another connection's tools already start with {changes.get('prefix')!r}."
@@ -214,11 +232,16 @@ class ConnectionRepo:
         statement = update(connections).where(C.id == connection_id).values(values)
         return await self._db.write(row_count, statement) > 0
 
-    async def set_secrets(self, connection_id: str, secrets: str | None) -> bool:
-        """Write the sealed secrets a connection's sign-in renewed (its OAuth tokens); the
-        version stays, so no process restarts its link for it."""
-        statement = update(connections).where(C.id == connection_id).values(secrets=secrets)
-        return await self._db.write(row_count, statement) > 0
+    async def change_secrets(self, connection_id: str, change: SecretsChange) -> str | None:
+        """Store ``change(secrets stored now)`` as the connection's sealed secrets, in one
+        transaction, and return it: for what a sign-in or a token refresh renewed (its OAuth
+        tokens), which must keep whatever else was changed since the caller read the row.
+        The version stays, so no process restarts its link for it. `ConnectionNotFound` when
+        the connection is gone."""
+        written = await self._db.write(_change_secrets, connection_id, change)
+        if written is _GONE:
+            raise ConnectionNotFound(f"No connection has the id {connection_id!r}.")
+        return cast(str | None, written)
 
     async def delete(self, connection_id: str) -> bool:
         statement = delete(connections).where(C.id == connection_id)
@@ -277,10 +300,40 @@ class ActivityRepo:
         return Page(items=rows, next=following)
 
 
+#: `_change_secrets` found no row.
+_GONE: Any = object()
+
+
+def _stored_secrets(connection: Connection, connection_id: str) -> Any:
+    """The row's sealed secrets, the row locked until the transaction ends (on SQLite the write
+    transaction holds the database's lock already), or `_GONE`."""
+    row = connection.execute(
+        select(C.secrets).where(C.id == connection_id).with_for_update()
+    ).first()
+    return _GONE if row is None else row[0]
+
+
+def _change_secrets(connection: Connection, connection_id: str, change: SecretsChange) -> Any:
+    stored = _stored_secrets(connection, connection_id)
+    if stored is _GONE:
+        return _GONE
+    secrets = change(stored)
+    connection.execute(update(connections).where(C.id == connection_id).values(secrets=secrets))
+    return secrets
+
+
 def _update_and_read(
-    connection: Connection, statement: Any, connection_id: str
+    connection: Connection,
+    statement: Any,
+    connection_id: str,
+    secrets: SecretsChange | None = None,
 ) -> tuple[bool, ConnectionRecord | None]:
-    """Whether the update changed the row, and the row as it is now."""
+    """Whether the update changed the row, and the row as it is now. With `secrets`, the
+    update also stores it applied to the secrets stored now."""
+    if secrets is not None:
+        stored = _stored_secrets(connection, connection_id)
+        if stored is not _GONE:
+            statement = statement.values(secrets=secrets(stored))
     changed = connection.execute(statement).rowcount > 0
     row = connection.execute(select(connections).where(C.id == connection_id)).first()
     return changed, None if row is None else _record(row._mapping)
