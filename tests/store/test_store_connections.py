@@ -1,6 +1,6 @@
 """Saved connections and the activity log, on both backends: add, the compare-and-set update,
-the unique prefix, status writes that leave the version alone, secrets changed as they are
-stored when the write runs, delete, and activity pages."""
+the unique prefix, status writes that leave the version alone (and lose to a newer version's),
+secrets changed as they are stored when the write runs, delete, and activity pages."""
 
 from __future__ import annotations
 
@@ -73,6 +73,12 @@ async def test_update_is_a_compare_and_set(store: Store) -> None:
         {"state": "connected"},
         [{"name": "a"}],
     )
+    # A link started for an older version writes no status over the newer one's.
+    assert not await repo.set_status(saved.id, {"state": "error"}, tools=[], version=1)
+    assert await repo.set_status(saved.id, {"state": "starting"}, version=2)
+    after = await repo.get(saved.id)
+    assert after is not None
+    assert (after.status, after.tools) == ({"state": "starting"}, [{"name": "a"}])
     assert await repo.delete(saved.id)
     assert not await repo.delete(saved.id)
     assert await repo.get(saved.id) is None

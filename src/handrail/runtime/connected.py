@@ -427,6 +427,7 @@ class ConnectionHub:
             status,
             tools=live.record.tools if listed else None,
             server_instructions=live.record.server_instructions,
+            version=live.record.version,
         )
 
     def _build_tool_set(self, live: _Live) -> None:

@@ -223,13 +223,22 @@ class ConnectionRepo:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         server_instructions: str | None = None,
+        version: int | None = None,
     ) -> bool:
-        """Write how the connection's start went (and its listing); the version stays."""
+        """Write how the connection's start went (and its listing); the version stays. With
+        `version`, only while the row is still at it: a link started for an older version
+        (an admin changed the connection since, and the links start again) never writes over
+        the status and listing of the newer one. Whether it was written."""
         values: dict[str, Any] = {"status": dict(status)}
         if tools is not None:
             values["tools"] = [dict(t) for t in tools]
             values["server_instructions"] = server_instructions
-        statement = update(connections).where(C.id == connection_id).values(values)
+        where = (
+            C.id == connection_id
+            if version is None
+            else and_(C.id == connection_id, C.version == version)
+        )
+        statement = update(connections).where(where).values(values)
         return await self._db.write(row_count, statement) > 0
 
     async def change_secrets(self, connection_id: str, change: SecretsChange) -> str | None:
