@@ -107,11 +107,16 @@ def short_tokens() -> Iterator[AuthServer]:
     yield from _serve(2)
 
 
+#: How long `slow_tokens` access tokens last.
+SLOW_TOKEN_S = 6
+
+
 @pytest.fixture
-def four_second_tokens() -> Iterator[AuthServer]:
-    """Access tokens that last four seconds: long enough for an admin's change before they
-    expire, short enough for a refresh after it."""
-    yield from _serve(4)
+def slow_tokens() -> Iterator[AuthServer]:
+    """Access tokens that last `SLOW_TOKEN_S` seconds: long enough for a second process to
+    start and an admin to change the connection before they expire, short enough for a
+    refresh after that."""
+    yield from _serve(SLOW_TOKEN_S)
 
 
 @pytest.fixture
@@ -352,15 +357,16 @@ async def test_tokens_are_refreshed_and_saved_again(
 
 
 async def test_a_refresh_in_another_process_keeps_an_admins_change_of_the_secrets(
-    oapi: Api, four_second_tokens: AuthServer, key: str, tmp_path: Path
+    oapi: Api, slow_tokens: AuthServer, key: str, tmp_path: Path
 ) -> None:
     """Another process whose link started before an admin changed the secrets refreshes the
     tokens before it starts again with the change: the tokens are saved among the secrets
     stored then, so the admin's change stays (it used to be written over with the secrets
     that link started with)."""
-    server = four_second_tokens
+    server = slow_tokens
     added = (await oapi.post("/connections", remote(server), user="root")).json()["data"]
     assert (await sign_in(oapi, added))["status"]["state"] == "connected"
+    issued = time.monotonic()  # the tokens were issued before this
     await read_only(oapi, added["id"])
     first = (await saved_oauth(oapi, added["id"], key))["tokens"]
     async with start_api(sqlite_url(tmp_path), tmp_path / "other", agents=AGENTS) as other:
@@ -381,7 +387,9 @@ async def test_a_refresh_in_another_process_keeps_an_admins_change_of_the_secret
         )
         assert patched.status_code == 200, patched.text
         assert patched.json()["data"]["secretsSet"] == ["note"]
-        await asyncio.sleep(4.2)  # the access token expires
+        # This process started its link again with the tokens still good: no refresh yet.
+        assert server.counts()["refreshed"] == 0
+        await asyncio.sleep(max(0.0, issued + SLOW_TOKEN_S + 0.3 - time.monotonic()))
         ran = await other.say(call("remote_whoami"))
         [result] = results(ran.events)
         assert result.startswith("client "), result
