@@ -355,11 +355,7 @@ class ConnectionHub:
         token = saved.to_secret()
 
         def with_token(stored: str | None) -> str | None:
-            try:
-                current = self.secrets.open(stored)
-            except SecretsUnreadable:
-                current = {}
-            return self.secrets.seal({**current, OAUTH_SECRET: token})
+            return self.secrets.seal({**self._readable(stored), OAUTH_SECRET: token})
 
         try:
             sealed = await self.repo.change_secrets(live.record.id, with_token)
@@ -620,10 +616,8 @@ class ConnectionHub:
         if "secrets" in body:
             if definition is None and record.app != CUSTOM:
                 fields["secrets"] = "cannot be checked: the app is not in the catalog"
-            try:
-                current = self.secrets.open(record.secrets)
-            except SecretsUnreadable:
-                current = {}  # saved under another key: the ones sent now replace them all
+            # Saved under another key: the ones sent now replace them all.
+            current = self._readable(record.secrets)
             current.pop(OAUTH_SECRET, None)  # the sign-in's, not the admin's
             for key, value in (body["secrets"] or {}).items():
                 if value is None:
@@ -687,13 +681,18 @@ class ConnectionHub:
         written (a refresh in any process may have renewed them since the row was read)."""
 
         def sealed(stored: str | None) -> str | None:
-            try:
-                token = self.secrets.open(stored).get(OAUTH_SECRET)
-            except SecretsUnreadable:
-                token = None  # saved under another key: the admin's replace them all
+            token = self._readable(stored).get(OAUTH_SECRET)
             return self.secrets.seal(secrets if token is None else {**secrets, OAUTH_SECRET: token})
 
         return sealed
+
+    def _readable(self, sealed: str | None) -> dict[str, str]:
+        """The secrets `sealed` holds; none when they were sealed under another key (what is
+        written now replaces them)."""
+        try:
+            return self.secrets.open(sealed)
+        except SecretsUnreadable:
+            return {}
 
     async def _after_change(
         self,
