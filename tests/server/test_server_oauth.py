@@ -462,6 +462,18 @@ async def test_a_refused_sign_in_keeps_the_connection_and_its_settings(
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "<h1>Signed in to Remote</h1>" in page.text
+    # The tab reloaded (the callback used): a page that says so and the way forward, not
+    # problem JSON, and the connection stays connected.
+    reloaded = await oapi.client.get(path, headers={"Accept": "text/html"})
+    assert reloaded.status_code == 400
+    assert reloaded.headers["content-type"].startswith("text/html")
+    assert reloaded.headers["cache-control"] == "no-store"
+    assert "<h1>Signing in did not work</h1>" in reloaded.text
+    assert "finished already" in reloaded.text
+    assert "Sign in on the Connections page" in reloaded.text
+    assert '"status"' not in reloaded.text
+    kept = (await oapi.get(f"/connections/{added['id']}", user="root")).json()["data"]
+    assert kept["status"]["state"] == "connected"
 
 
 async def test_a_sign_in_replaced_by_a_newer_one_is_refused(

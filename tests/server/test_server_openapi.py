@@ -192,3 +192,26 @@ async def test_the_answer_routes_document_edit_then_approve(api: Api) -> None:
     approver = paths["/api/approvals/{historyId}"]["post"]["requestBody"]
     content = approver["content"]["application/json"]["schema"]["properties"]["content"]
     assert content["properties"]["arguments"] == {"type": "object"}
+
+
+def _media(response: Any) -> str:
+    return str(response.headers["content-type"]).split(";")[0].strip()
+
+
+async def test_what_a_route_sends_is_in_its_document(api: Api) -> None:
+    """The audit log's exports and the sign-in callback's pages send media types their
+    operation documents, beside the JSON."""
+    paths = (await _document(api))["paths"]
+    audit = paths["/api/audit"]["get"]["responses"]["200"]["content"]
+    for format in ("json", "jsonl", "csv"):
+        response = await api.get(f"/audit?format={format}", user="root")
+        assert response.status_code == 200, response.text
+        assert _media(response) in audit, format
+    callback = paths["/api/oauth/callback"]["get"]["responses"]
+    for accept in ("application/json", "text/html"):
+        response = await api.client.get(
+            "/api/oauth/callback?code=x&state=made-up", headers={"Accept": accept}
+        )
+        assert response.status_code == 400, response.text
+        assert _media(response) in callback["400"]["content"], accept
+    assert set(callback["200"]["content"]) == {"application/json", "text/html"}

@@ -271,6 +271,27 @@ APPROVAL_RESULT: Final[JsonSchema] = {
 }
 
 
+def _audit_ok() -> dict[int | str, Any]:
+    """The ``200`` of ``GET /audit``: a page as JSON, or with ``format`` the export's file."""
+    responses = paged_ok(
+        {"type": "array", "items": AUDIT_SCHEMA},
+        "A page of the audit log; with `format=jsonl` or `format=csv` every matching record "
+        f"(up to {EXPORT_MAX:,}) as a file to download.",
+    )
+    responses[200]["content"] |= {
+        "application/jsonl": {
+            "schema": {"type": "string", "description": "One audit record's JSON a line."}
+        },
+        "text/csv": {
+            "schema": {
+                "type": "string",
+                "description": "A header line, then one record a line; `changes` as JSON text.",
+            }
+        },
+    }
+    return responses
+
+
 def add_audit_routes(router: APIRouter, prefix: str) -> None:
     """Add ``<prefix>/audit`` and ``<prefix>/approvals...``."""
     router.add_api_route(
@@ -281,10 +302,7 @@ def add_audit_routes(router: APIRouter, prefix: str) -> None:
         operation_id="listAudit",
         tags=["audit"],
         summary="Every gate asked and how it ended, newest first (admins: all; a user: theirs)",
-        responses={
-            **paged_ok({"type": "array", "items": AUDIT_SCHEMA}, "A page of the audit log."),
-            **problems(400),
-        },
+        responses={**_audit_ok(), **problems(400)},
     )
     router.add_api_route(
         prefix + "/approvals",

@@ -31,6 +31,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from .._util import iso
+from ..connections.oauth import SignInUnknown
 from ..errors import BadRequest, Forbidden
 from ..policy import SAFETY_CLASSES, ToolHints, classify
 from ..policy.rules import GateRules
@@ -436,13 +437,27 @@ async def finish_sign_in(
     """The browser comes back from the authorization server. No token: the ``state`` names
     the sign-in (only the admin who started it was given it), and is good once."""
     hub = hub_of(request)
-    record = await hub.finish_sign_in(
-        state, code=code, error=error, error_description=error_description, iss=iss
-    )
+    browser = "text/html" in request.headers.get("accept", "")
+    try:
+        record = await hub.finish_sign_in(
+            state, code=code, error=error, error_description=error_description, iss=iss
+        )
+    except SignInUnknown as exc:
+        if not browser:
+            raise
+        # The admin's tab, reloaded or opened late: a page that says why, not problem JSON.
+        return _sign_in_page("Signing in did not work", exc.detail, status=400)
     status = record.status
-    connected = status.get("state") == "connected"
-    if "text/html" in request.headers.get("accept", ""):
-        return _sign_in_page(record.name, connected, status.get("message"))
+    if browser:
+        if status.get("state") == "connected":
+            title = f"Signed in to {record.name}"
+            text = "handrail can use this connection now. You can close this tab."
+        else:
+            title = f"Signing in to {record.name} did not work"
+            text = (status.get("message") or "The connection is not connected.") + (
+                " Close this tab and try again from the Connections page."
+            )
+        return _sign_in_page(title, text)
     data = {
         "id": record.id,
         "name": record.name,
@@ -451,15 +466,8 @@ async def finish_sign_in(
     return ok(request, data)
 
 
-def _sign_in_page(name: str, connected: bool, message: str | None) -> HTMLResponse:
+def _sign_in_page(title: str, text: str, *, status: int = 200) -> HTMLResponse:
     """What the admin's browser tab shows when the sign-in comes back."""
-    title = f"Signed in to {name}" if connected else f"Signing in to {name} did not work"
-    text = (
-        "handrail can use this connection now. You can close this tab."
-        if connected
-        else (message or "The connection is not connected.")
-        + " Close this tab and try again from the Connections page."
-    )
     body = (
         "<!doctype html><html lang=en><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title>"
@@ -467,6 +475,7 @@ def _sign_in_page(name: str, connected: bool, message: str | None) -> HTMLRespon
     )
     return HTMLResponse(
         body,
+        status_code=status,
         headers={
             "Cache-Control": "no-store",
             "Content-Security-Policy": "default-src 'none'",
@@ -501,7 +510,10 @@ async def list_activity(
     )
 
 
-_NO_SIGN_IN: Final = "The state names no sign-in under way (wrong, used or expired)."
+_NO_SIGN_IN: Final = (
+    "The state names no sign-in under way (wrong, used or expired); a browser that asks for "
+    "HTML gets a page that says so."
+)
 _NOTES: Final = {
     403: "Only an admin may do this (or read this connection).",
     404: "No connection has that id.",
@@ -622,31 +634,32 @@ def add_connection_routes(router: APIRouter, prefix: str) -> None:
             **problems(400, 403, 404, 409, notes=_NOTES),
         },
     )
+    signed_in = json_ok(
+        {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+                "status": STATUS_SCHEMA,
+            },
+            "required": ["id", "name", "status"],
+        },
+        "How the sign-in went: JSON, or a page for a browser (`Accept: text/html`).",
+    )
+    signed_in[200]["content"]["text/html"] = {"schema": {"type": "string"}}
+    not_signed_in = {
+        status: entry
+        for status, entry in problems(400, notes={400: _NO_SIGN_IN}).items()
+        if status != 401  # it takes no token
+    }
+    not_signed_in[400]["content"]["text/html"] = {"schema": {"type": "string"}}
     route(
         "/oauth/callback",
         finish_sign_in,
         "GET",
         "finishSignIn",
         "Where the browser comes back from an authorization server (no token: checked by state)",
-        responses={
-            **json_ok(
-                {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string"},
-                        "name": {"type": "string"},
-                        "status": STATUS_SCHEMA,
-                    },
-                    "required": ["id", "name", "status"],
-                },
-                "How the sign-in went (an HTML page for a browser).",
-            ),
-            **{
-                status: entry
-                for status, entry in problems(400, notes={400: _NO_SIGN_IN}).items()
-                if status != 401  # it takes no token
-            },
-        },
+        responses={**signed_in, **not_signed_in},
         openapi_extra={"security": []},
     )
     route(
