@@ -35,3 +35,26 @@ async def test_api_clients_and_api_paths_still_get_problem_json(api: Api) -> Non
     assert under_api.headers["content-type"] == "application/problem+json"
     posted = await api.client.post("/nowhere", headers=BROWSER)
     assert posted.headers["content-type"] == "application/problem+json"
+
+
+async def test_every_page_the_server_writes_keeps_to_one_set_of_headers(api: Api) -> None:
+    """The not-found page, an email link's page and a sign-in's end are framed by no other
+    site, never sniffed, kept by no cache and send no referrer; only the link's page lets its
+    form post (to this server)."""
+    pages = {
+        "not found": await api.client.get("/nowhere", headers=BROWSER),
+        "link": await api.client.get("/links/not-a-token", headers=BROWSER),
+        "sign-in": await api.client.get("/api/oauth/callback?state=made-up", headers=BROWSER),
+    }
+    for name, page in pages.items():
+        assert page.headers["content-type"].startswith("text/html"), name
+        assert page.headers["cache-control"] == "no-store", name
+        assert page.headers["referrer-policy"] == "no-referrer", name
+        assert page.headers["x-content-type-options"] == "nosniff", name
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'none'" in policy, name
+        assert "frame-ancestors 'none'" in policy, name
+        assert ("form-action 'self'" in policy) == (name == "link"), name
+    assert pages["link"].status_code == 404
+    assert "This link is not valid" in pages["link"].text
+    assert pages["sign-in"].status_code == 400

@@ -55,7 +55,7 @@ from .connection_schemas import (
 )
 from .openapi import body, json_ok, problems
 from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
-from .problems import ok
+from .problems import PAGE_HEADERS, ok
 
 __all__ = [
     "CONNECTION_CREATE_SCHEMA",
@@ -473,15 +473,7 @@ def _sign_in_page(title: str, text: str, *, status: int = 200) -> HTMLResponse:
         f"<title>{html.escape(title)}</title>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></html>"
     )
-    return HTMLResponse(
-        body,
-        status_code=status,
-        headers={
-            "Cache-Control": "no-store",
-            "Content-Security-Policy": "default-src 'none'",
-            "Referrer-Policy": "no-referrer",
-        },
-    )
+    return HTMLResponse(body, status_code=status, headers=PAGE_HEADERS)
 
 
 async def list_connection_tools(

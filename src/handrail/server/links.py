@@ -31,17 +31,14 @@ from ..store.outbox import AnswerLink, AnswerLinkRepo
 from .auth import Authenticator
 from .bodies import store_of
 from .email import LINKS_PATH, link_id_of
+from .problems import PAGE_HEADERS
 
 __all__ = ["LINK_PAGE_HEADERS", "add_link_routes"]
 
+#: A page's headers, with the confirm button's form allowed to post to this server.
 LINK_PAGE_HEADERS: Final = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-        "frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
+    **PAGE_HEADERS,
+    "Content-Security-Policy": PAGE_HEADERS["Content-Security-Policy"] + "; form-action 'self'",
 }
 #: The answering surface recorded for an answer sent from an email link.
 LINK_SURFACE: Final = "link"

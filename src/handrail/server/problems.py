@@ -243,12 +243,15 @@ def forbidden(title: str, detail: str, *, code: str | None = None) -> ProblemErr
     return ProblemError(title, detail, status=403, code=code)
 
 
-#: A browser that opens a page that does not exist gets this page, not problem JSON.
-_PAGE_HEADERS: Final = {
-    "Cache-Control": "no-cache",
+#: The headers of every page the server writes itself (no script: the not-found page, an
+#: email link's pages, a sign-in's end): kept by no cache, framed by no other site, never
+#: sniffed as another type, and sending no referrer (a link's token is in its URL).
+PAGE_HEADERS: Final = {
+    "Cache-Control": "no-store",
     "Content-Security-Policy": (
         "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
     ),
+    "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
 
@@ -265,7 +268,8 @@ def _browser_navigation(request: Request) -> bool:
 
 
 def page_not_found(request: Request) -> HTMLResponse:
-    """The HTML 404 page a person reads, with the way back to the app."""
+    """The HTML 404 page a person reads, with the way back to the app (a browser that opens
+    a page that does not exist gets it, not problem JSON)."""
     path = html.escape(request.url.path)
     body = (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -278,7 +282,7 @@ def page_not_found(request: Request) -> HTMLResponse:
         f"<p>There is no page at <code>{path}</code>.</p>"
         '<p><a href="/">Go to handrail\'s start page</a></p></body></html>'
     )
-    return HTMLResponse(body, status_code=404, headers=_PAGE_HEADERS)
+    return HTMLResponse(body, status_code=404, headers=PAGE_HEADERS)
 
 
 async def _on_problem(request: Request, exc: Exception) -> Response:
