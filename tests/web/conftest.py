@@ -96,6 +96,12 @@ def phone(browser: Browser, demo_server: DemoServer) -> Iterator[App]:
 
 
 @pytest.fixture
+def wrist(browser: Browser, demo_server: DemoServer) -> Iterator[App]:
+    """A fresh tab at a watch's size (198 x 242, a 45 mm watch's screen), not signed in."""
+    yield from _open(browser, demo_server, 198, 242)
+
+
+@pytest.fixture
 def second_tab(browser: Browser, demo_server: DemoServer) -> Iterator[App]:
     """Another fresh tab (its own sessionStorage), for answering from two places."""
     yield from _open(browser, demo_server, 1100, 900)

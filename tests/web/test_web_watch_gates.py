@@ -74,3 +74,42 @@ def test_a_confirmed_call_that_then_failed_says_so_on_the_watch(
     status = phone.page.get_by_role("status").filter(has_text="sent")
     expect(status).to_contain_text("“Confirm” was sent, but the call failed: ")
     expect(status).to_contain_text("400")
+
+
+def test_on_a_watch_sized_screen_the_asks_come_first(wrist: App, demo_server: DemoServer) -> None:
+    """At a watch's width the top bar is one line (the brand and Sign out), the page does not
+    scroll sideways, and the newest ask's card starts on the first screen; a tap answers it."""
+    asked = demo_server.ask(
+        "bob",
+        command(
+            "ask_choice",
+            {
+                "title": "Wrist check",
+                "select": "one",
+                "prompt": "Which one?",
+                "options": [{"id": "a", "label": "First"}, {"id": "b", "label": "Second"}],
+            },
+        ),
+    )
+    assert asked["pendingAsk"]["kind"] == "choice"
+    wrist.sign_in_as("bob", "/watch")
+    page = wrist.page
+    card = page.locator(".simple-card").filter(has_text="Wrist check")
+    expect(card).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 198
+    expect(page.locator(".nav")).to_be_hidden()
+    expect(page.locator(".who .user")).to_be_hidden()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    expect(page.locator(".model-line")).to_be_visible()
+    top = page.locator(".simple-card").first.bounding_box()
+    assert top is not None
+    assert top["y"] < 242, top
+    brand = page.locator(".brand").bounding_box()
+    sign_out = page.get_by_role("button", name="Sign out").bounding_box()
+    assert brand is not None
+    assert sign_out is not None
+    assert abs(brand["y"] - sign_out["y"]) < brand["height"], (brand, sign_out)
+    wrist.shoot("watch-wrist")
+    card.get_by_role("button", name="First").click()
+    expect(page.get_by_role("status")).to_contain_text("“First” sent.")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 198

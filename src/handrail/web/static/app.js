@@ -129,7 +129,7 @@ function header(route) {
   return h(
     "header",
     { class: "topbar" },
-    h("a", { class: "brand", href: "/", "data-link": "" }, h("img", { src: "/static/icon.svg", alt: "", width: 24, height: 24 }), "handrail"),
+    h("a", { class: "brand", href: "/", "data-link": "" }, h("img", { src: "/static/icon.svg", alt: "", width: 24, height: 24 }), h("span", { class: "brand-name" }, "handrail")),
     nav,
     h(
       "div",
