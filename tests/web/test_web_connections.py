@@ -21,6 +21,9 @@ def test_an_admin_adds_a_connection_in_the_ui(
     try:
         app.sign_in_as("admin", "/connections")
         expect(app.page.get_by_role("heading", name="Connections", level=1)).to_be_visible()
+        # The list's own heading says what it holds (it repeated the page's).
+        headings = app.page.get_by_role("heading", level=2)
+        expect(headings.first).to_have_text("Connections on this server")
         notes_app = app.page.locator(".catalog-app", has_text="Read, add and delete short notes")
         notes_app.get_by_role("button", name="Add Notes").click()
         form = app.page.get_by_role("form", name="Add Notes")

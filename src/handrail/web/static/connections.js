@@ -267,7 +267,7 @@ export function connectionsPage(main, ctx) {
       { class: "narrow" },
       h("h1", {}, "Connections"),
       status,
-      h("section", { "aria-labelledby": "connections-heading" }, h("h2", { id: "connections-heading" }, admin ? "Connections" : "Connections your agents use"), listBox),
+      h("section", { "aria-labelledby": "connections-heading" }, h("h2", { id: "connections-heading" }, admin ? "Connections on this server" : "Connections your agents use"), listBox),
       admin ? h("section", { "aria-labelledby": "catalog-heading" }, h("h2", { id: "catalog-heading" }, "Add from the catalog"), catalogBox) : null,
     ),
   );
