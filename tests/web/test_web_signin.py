@@ -41,4 +41,9 @@ def test_phone_width_sign_in_and_chat_fit(phone: App) -> None:
     expect(phone.page.locator(".model-line")).to_have_text(SCRIPTED_LINE)
     width = phone.page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"the page scrolls sideways at 360px ({width}px wide)"
+    # The top bar's buttons keep to one line (the signed-in line wraps instead).
+    for name in ("Sign out", "Notify me"):
+        box = phone.page.get_by_role("button", name=name).bounding_box()
+        assert box is not None, name
+        assert box["height"] <= 40, (name, box)
     phone.shoot("phone-chat-empty")
