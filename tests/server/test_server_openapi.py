@@ -215,3 +215,7 @@ async def test_what_a_route_sends_is_in_its_document(api: Api) -> None:
         assert response.status_code == 400, response.text
         assert _media(response) in callback["400"]["content"], accept
     assert set(callback["200"]["content"]) == {"application/json", "text/html"}
+    # The connection's own refusals, before any route, are said once for every route.
+    description = (await _document(api))["info"]["description"]
+    for status in ("431", "408", "503"):
+        assert status in description, status

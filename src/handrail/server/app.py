@@ -49,7 +49,10 @@ log = logging.getLogger("handrail.server")
 DESCRIPTION: Final = (
     "handrail's HTTP API. Authenticate with `Authorization: Bearer <token>`. Success bodies "
     "are `{data, requestId}`; errors are problem JSON `{status, title, detail, code?, "
-    "fields?, requestId}` (`application/problem+json`)."
+    "fields?, requestId}` (`application/problem+json`). Before any route, the server may refuse "
+    "a request on its connection, whatever the route: 431 when its line and headers pass the "
+    "server's limit, 408 when its headers or body come too slowly, and 503 when the server "
+    "already holds as many connections as it takes (each closes the connection)."
 )
 
 
