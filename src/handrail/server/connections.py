@@ -55,7 +55,7 @@ from .connection_schemas import (
 )
 from .openapi import body, json_ok, problems
 from .paging import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, paged_ok, paged_response
-from .problems import PAGE_HEADERS, ok
+from .problems import html_page, ok
 
 __all__ = [
     "CONNECTION_CREATE_SCHEMA",
@@ -468,12 +468,7 @@ async def finish_sign_in(
 
 def _sign_in_page(title: str, text: str, *, status: int = 200) -> HTMLResponse:
     """What the admin's browser tab shows when the sign-in comes back."""
-    body = (
-        "<!doctype html><html lang=en><meta charset=utf-8>"
-        f"<title>{html.escape(title)}</title>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></html>"
-    )
-    return HTMLResponse(body, status_code=status, headers=PAGE_HEADERS)
+    return html_page(title, f"<p>{html.escape(text)}</p>", status=status)
 
 
 async def list_connection_tools(

@@ -31,7 +31,7 @@ from ..store.outbox import AnswerLink, AnswerLinkRepo
 from .auth import Authenticator
 from .bodies import store_of
 from .email import LINKS_PATH, link_id_of
-from .problems import PAGE_HEADERS
+from .problems import PAGE_HEADERS, html_page
 
 __all__ = ["LINK_PAGE_HEADERS", "add_link_routes"]
 
@@ -56,20 +56,7 @@ _ANSWERED: Final = (
 
 
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    text = (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name=viewport content="width=device-width,initial-scale=1">'
-        f"<title>{html.escape(title)} · handrail</title><style>"
-        "body{font:16px/1.5 system-ui,sans-serif;max-width:34em;margin:2em auto;padding:0 1em;"
-        "color:#111;background:#fff}.card{border:1px solid #bbb;border-radius:10px;"
-        "padding:1em 1.25em;margin:1em 0}button{font:inherit;padding:.6em 1.2em;"
-        "border-radius:8px;border:1px solid #1d4ed8;background:#1d4ed8;color:#fff;cursor:pointer}"
-        ".danger{background:#b91c1c;border-color:#b91c1c}.muted{color:#444}"
-        "@media (prefers-color-scheme:dark){body{background:#111;color:#eee}.muted{color:#ccc}"
-        ".card{border-color:#555}}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{body}</body></html>"
-    )
-    return HTMLResponse(text, status_code=status, headers=LINK_PAGE_HEADERS)
+    return html_page(title, body, status=status, headers=LINK_PAGE_HEADERS)
 
 
 def _message(what: tuple[str, str], status: int) -> HTMLResponse:

@@ -75,10 +75,12 @@ from ..store.connections import ConnectionConflict, ConnectionNotFound
 
 __all__ = [
     "HEADLESS_PROBLEMS",
+    "PAGE_HEADERS",
     "PROBLEMS",
     "PROBLEM_JSON",
     "Problem",
     "forbidden",
+    "html_page",
     "install_problem_handlers",
     "not_found",
     "ok",
@@ -267,22 +269,41 @@ def _browser_navigation(request: Request) -> bool:
     return not (prefix and (path == prefix or path.startswith(prefix + "/")))
 
 
+#: The style of those pages: readable on a phone, in the system's dark mode too.
+_PAGE_STYLE: Final = (
+    "body{font:16px/1.5 system-ui,sans-serif;max-width:34em;margin:2em auto;padding:0 1em;"
+    "color:#111;background:#fff}a{color:#1d4ed8}.card{border:1px solid #bbb;border-radius:10px;"
+    "padding:1em 1.25em;margin:1em 0}button{font:inherit;padding:.6em 1.2em;"
+    "border-radius:8px;border:1px solid #1d4ed8;background:#1d4ed8;color:#fff;cursor:pointer}"
+    ".danger{background:#b91c1c;border-color:#b91c1c}.muted{color:#444}"
+    "@media (prefers-color-scheme:dark){body{background:#111;color:#eee}a{color:#93c5fd}"
+    ".muted{color:#ccc}.card{border-color:#555}}"
+)
+
+
+def html_page(
+    title: str, body: str, *, status: int = 200, headers: Mapping[str, str] = PAGE_HEADERS
+) -> HTMLResponse:
+    """A page the server writes itself: `title` as its heading and `body` (HTML, its text
+    escaped by the caller) under it, with `PAGE_HEADERS` unless told other ones."""
+    text = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width,initial-scale=1">'
+        f"<title>{html.escape(title)} · handrail</title><style>{_PAGE_STYLE}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+    return HTMLResponse(text, status_code=status, headers=dict(headers))
+
+
 def page_not_found(request: Request) -> HTMLResponse:
     """The HTML 404 page a person reads, with the way back to the app (a browser that opens
     a page that does not exist gets it, not problem JSON)."""
     path = html.escape(request.url.path)
     body = (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name=viewport content="width=device-width,initial-scale=1">'
-        "<title>Page not found · handrail</title><style>"
-        "body{font:16px/1.5 system-ui,sans-serif;max-width:34em;margin:3em auto;padding:0 1em;"
-        "color:#111;background:#fff}a{color:#1d4ed8}"
-        "@media (prefers-color-scheme:dark){body{background:#111;color:#eee}a{color:#93c5fd}}"
-        "</style></head><body><h1>Page not found</h1>"
         f"<p>There is no page at <code>{path}</code>.</p>"
-        '<p><a href="/">Go to handrail\'s start page</a></p></body></html>'
+        '<p><a href="/">Go to handrail\'s start page</a></p>'
     )
-    return HTMLResponse(body, status_code=404, headers=PAGE_HEADERS)
+    return html_page("Page not found", body, status=404)
 
 
 async def _on_problem(request: Request, exc: Exception) -> Response:
