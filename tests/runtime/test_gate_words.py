@@ -205,7 +205,7 @@ async def test_the_title_names_the_tool_in_approval_and_permission_asks(store: S
     events = await chat.say("call delete_note " + compact({"title": "Old draft"}))
     permission = ask_of(events)
     assert permission["origin"] == "permission"
-    assert permission["input"]["prompt"].startswith("Notes wants to use Delete a note. ")
+    assert permission["input"]["prompt"].startswith("Notes wants to use “Delete a note”. ")
     events = await chat.answer(permission, action="accept", content={"selected": ["ask"]})
     approval = ask_of(events)
     assert approval["origin"] == "approval"
@@ -226,7 +226,7 @@ async def test_the_title_of_an_action_names_it_in_a_permission_ask(store: Store)
         finally:
             await chat.runtime.aclose()
     assert ask["origin"] == "permission"
-    assert ask["input"]["prompt"].startswith("Example booking wants to use Find free tables. ")
+    assert ask["input"]["prompt"].startswith("Example booking wants to use “Find free tables”. ")
 
 
 # --- deny with a note -----------------------------------------------------------------------

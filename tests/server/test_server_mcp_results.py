@@ -152,7 +152,7 @@ async def test_a_tools_title_is_what_the_asks_speak_of(mapi: Api) -> None:
     asked = await mapi.say(call("test_picture"))
     ask = asked.ask
     assert ask["origin"] == "permission"
-    assert "Test wants to use Show a picture." in ask["input"]["prompt"]
+    assert "Test wants to use “Show a picture”." in ask["input"]["prompt"]
     # The approval of a destructive tool does too, never the tool's description.
     await set_level(mapi, test["id"], "non-consequential")
     paused = await mapi.say(call("test_wipe"))

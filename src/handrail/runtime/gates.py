@@ -405,7 +405,7 @@ def permission_input(connection: ToolSet, tool: Tool, label: str | None = None) 
     return level_choice(
         cut_text(f"Allow {name} to use its tools?", 80),
         cut_text(
-            f"{name} wants to use {label or tool.name}. What may {name}'s tools do in your "
+            f"{name} wants to use “{label or tool.name}”. What may {name}'s tools do in your "
             "conversations without asking you first?",
             PROMPT_MAX,
         ),
