@@ -34,7 +34,8 @@ def think(system: str, request: dict[str, Any]) -> dict[str, Any]:
     """One step of a toy agent (a real one calls its model with `system` and the messages)."""
     last = request["messages"][-1]
     if last["kind"] == "tool-result":
-        return {"text": f"{last['toolName']} returned: {json.dumps(last['content'])}"}
+        outcome = "failed" if last.get("isError") else "returned"
+        return {"text": f"{last['toolName']} {outcome}: {json.dumps(last['content'])}"}
     text = last.get("text", "")
     if text.startswith("call "):
         _, name, *rest = text.split(" ", 2)

@@ -1,24 +1,28 @@
-"""An agent run by the example http agent (``examples/adapters/http_agent.py``, on loopback),
-configured as the configuration file does, over the HTTP API: its reply streams like a model's,
-its tool call waits on the same permission ask, and the connection instructions it gets are
-the turn's snapshot."""
+"""The example agents of ``examples/adapters/`` over the HTTP API: the http agent
+(``http_agent.py``, on loopback) and the process agent (``process_agent.py``, as the example's
+``handrail.yaml`` runs it). A reply streams like a model's, a tool call waits on the same
+permission ask (or the ask it calls), a failed call is reported as failed, and the connection
+instructions an agent gets are the turn's snapshot."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from server_helpers import sqlite_url, start_api
 
 from handrail.runtime.tools import ToolSet, tool
 from handrail.server import ServerConfig
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "adapters" / "http_agent.py"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "adapters"
+EXAMPLE = EXAMPLES / "http_agent.py"
 PERMIT = {"action": "accept", "content": {"selected": ["read-only"]}}
 
 
@@ -80,5 +84,41 @@ async def test_the_example_http_agent_over_the_api(tmp_path: Path, example_url: 
         done = await api.answer(history_id, ask["toolCallId"], PERMIT)
         assert done.status == 200, done.problem
         assert done.text == 'handbook_page returned: "page 7: roll back with care"'
+        # A call that fails comes back as an error result, which the example says failed.
+        failed = await api.say("call handbook_burn {}", history_id=history_id)
+        assert failed.text.startswith('handbook_burn failed: "There is no tool named'), failed.text
         info = (await api.get("/info")).json()["data"]
         assert info["agents"][0]["model"] == f"http:{example_url}"
+
+
+async def test_the_example_process_agent_as_its_configuration_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    example = yaml.safe_load((EXAMPLES / "handrail.yaml").read_text(encoding="utf-8"))
+    [outside] = [agent for agent in example["agents"] if agent["adapter"]["type"] == "process"]
+    # Its command is `python` run from the project's folder; this Python, so that the test
+    # does not depend on what `python` is on the machine's PATH.
+    outside["adapter"]["command"] = sys.executable
+    monkeypatch.chdir(EXAMPLES.parents[1])
+    config = ServerConfig.from_mapping({"users": example["users"], "agents": [outside]}, env={})
+    [agent] = config.agents
+    async with start_api(sqlite_url(tmp_path), tmp_path, agents=[agent]) as api:
+        said = await api.say("hello")
+        assert said.status == 200, said.problem
+        expected = len(outside["instructions"])  # no connection, so no connection instructions
+        assert said.text == f"You said: hello (my prompt has {expected} characters)"
+        choice = {
+            "title": "Roll back?",
+            "prompt": "Which release?",
+            "select": "one",
+            "options": [{"id": "v1", "label": "v1"}, {"id": "v2", "label": "v2"}],
+        }
+        paused = await api.say(f"call ask_choice {json.dumps(choice)}", history_id=said.history_id)
+        assert paused.ask["kind"] == "choice"
+        assert paused.ask["input"]["title"] == "Roll back?"
+        answer = {"action": "accept", "content": {"selected": ["v2"]}}
+        done = await api.answer(said.history_id, paused.ask["toolCallId"], answer)
+        assert done.status == 200, done.problem
+        assert done.text == f"ask_choice returned: {json.dumps(answer)}"
+        failed = await api.say("call release_burn {}", history_id=said.history_id)
+        assert failed.text.startswith('release_burn failed: "There is no tool named'), failed.text
