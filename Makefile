@@ -37,7 +37,7 @@ typecheck:
 pytest:
 	scripts/ensure-postgres.sh
 	scripts/ensure-chromium.sh
-	scripts/ensure-mcp-servers.sh
+	scripts/ensure-npm-packages.sh
 	$(BIN)/python -m pytest -W error
 
 schemas: venv

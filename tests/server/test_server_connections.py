@@ -35,7 +35,7 @@ from handrail.runtime.models.scripted import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_SERVER = ROOT / "tests" / "connections" / "mcp_test_server.py"
-EVERYTHING = ROOT / ".mcp-servers" / "node_modules" / ".bin" / "mcp-server-everything"
+EVERYTHING = ROOT / ".npm-packages" / "node_modules" / ".bin" / "mcp-server-everything"
 CANARY = "canary-7f3a91e2-do-not-leak"
 READ_ONLY = {"action": "accept", "content": {"selected": ["read-only"]}}
 APPROVE = {"action": "accept", "content": {"confirmed": True}}
@@ -375,7 +375,7 @@ async def test_streamable_http_with_a_header_from_a_secret(capi: Api, http_serve
 async def test_the_npm_everything_server_over_stdio(capi: Api) -> None:
     if not EVERYTHING.exists():
         pytest.fail(
-            f"{EVERYTHING} is missing: run scripts/ensure-mcp-servers.sh (make test runs it).",
+            f"{EVERYTHING} is missing: run scripts/ensure-npm-packages.sh (make test runs it).",
             pytrace=False,
         )
     everything = await add(

@@ -25,7 +25,7 @@ from handrail.connections import new_secret_key
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_SERVER = ROOT / "tests" / "connections" / "mcp_test_server.py"
-EVERYTHING = ROOT / ".mcp-servers" / "node_modules" / ".bin" / "mcp-server-everything"
+EVERYTHING = ROOT / ".npm-packages" / "node_modules" / ".bin" / "mcp-server-everything"
 MODES = ["2026-07-28", "legacy"]
 
 NAME_AND_AGE = {
@@ -605,7 +605,7 @@ async def test_a_rejected_state_restarts_the_call_once_and_the_model_is_told(
 async def test_the_everything_servers_form_is_shown_as_consecutive_forms(eapi: Api) -> None:
     if not EVERYTHING.exists():
         pytest.fail(
-            f"{EVERYTHING} is missing: run scripts/ensure-mcp-servers.sh (make test runs it).",
+            f"{EVERYTHING} is missing: run scripts/ensure-npm-packages.sh (make test runs it).",
             pytrace=False,
         )
     body = {

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Playwright, expect, sync_playwright
-from web_pages import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, App
+from playwright.sync_api import Browser, Playwright, expect, sync_playwright
+from web_pages import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, App, open_tab
 
 from demo_server import DemoServer
 
@@ -62,25 +62,8 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 
 def _open(browser: Browser, demo_server: DemoServer, width: int, height: int) -> Iterator[App]:
-    context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-
-    def on_console(message: ConsoleMessage) -> None:
-        # An API error answer (400, 401, 409) is logged by the browser as a failed resource;
-        # anything else at error level (a script error, a Content-Security-Policy violation)
-        # fails the test.
-        if message.type == "error" and "Failed to load resource" not in message.text:
-            errors.append(message.text)
-
-    page.on("console", on_console)
-    try:
-        yield App(page=page, base_url=demo_server.url)
-    finally:
-        context.close()
-    assert not errors, f"the page logged errors: {errors}"
+    with open_tab(browser, demo_server.url, width, height) as app:
+        yield app
 
 
 @pytest.fixture

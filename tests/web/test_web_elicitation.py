@@ -17,7 +17,7 @@ from web_pages import App, Card
 from demo_server import DemoServer
 
 ROOT = Path(__file__).resolve().parents[2]
-EVERYTHING = ROOT / ".mcp-servers" / "node_modules" / ".bin" / "mcp-server-everything"
+EVERYTHING = ROOT / ".npm-packages" / "node_modules" / ".bin" / "mcp-server-everything"
 FORM_TOOL = "kitchen_trigger-elicitation-request"
 URL_TOOL = "kitchen_trigger-url-elicitation"
 
@@ -28,7 +28,7 @@ def everything(demo_server: DemoServer) -> Iterator[str]:
     write without asking), removed afterwards."""
     if not EVERYTHING.exists():
         pytest.fail(
-            f"{EVERYTHING} is missing: run scripts/ensure-mcp-servers.sh (make test runs it).",
+            f"{EVERYTHING} is missing: run scripts/ensure-npm-packages.sh (make test runs it).",
             pytrace=False,
         )
     body = {

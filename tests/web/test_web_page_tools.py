@@ -22,8 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, expect
-from web_pages import TIMEOUT_MS
+from playwright.sync_api import Browser, Locator, Page, expect
+from web_pages import open_tab
 
 from demo_server import TOKENS, DemoServer, free_port
 from handrail.demo.notes_page import NOTES_PAGE
@@ -240,21 +240,9 @@ class Tab:
 
 @pytest.fixture
 def tab(browser: Browser) -> Iterator[Tab]:
-    context = browser.new_context(viewport={"width": 1300, "height": 900}, locale="en-US")
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-
-    def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error" and "Failed to load resource" not in message.text:
-            errors.append(message.text)
-
-    page.on("console", on_console)
-    try:
-        yield Tab(page, errors)
-    finally:
-        context.close()
+    errors: list[str] = []  # each test checks what its pages logged
+    with open_tab(browser, "", 1300, 900, errors=errors) as app:
+        yield Tab(app.page, errors)
 
 
 def reset(server: DemoServer, user: str) -> None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from playwright.sync_api import FloatRect, Locator, Page, Route, expect
+from playwright.sync_api import Browser, ConsoleMessage, FloatRect, Locator, Page, Route, expect
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCREENSHOTS: Final = ROOT / "test-results" / "screenshots"
@@ -180,3 +182,39 @@ class App:
             )
 
         self.page.route(f"**/api/histories/{history['id']}", fulfill)
+
+
+@contextmanager
+def open_tab(
+    browser: Browser,
+    base_url: str,
+    width: int,
+    height: int,
+    *,
+    color_scheme: Literal["light", "dark"] | None = None,
+    errors: list[str] | None = None,
+) -> Iterator[App]:
+    """A fresh tab (its own browser context: no sign-in yet) of the web UI at `base_url`, of
+    `width` x `height`. The errors its pages log go to `errors` when given, for the test to
+    check; else the test fails when there was one."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, locale="en-US", color_scheme=color_scheme
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    logged: list[str] = [] if errors is None else errors
+    page.on("pageerror", lambda error: logged.append(str(error)))
+
+    def on_console(message: ConsoleMessage) -> None:
+        # An API error answer (400, 401, 409) is logged by the browser as a failed resource;
+        # anything else at error level (a script error, a Content-Security-Policy violation)
+        # is an error of the page.
+        if message.type == "error" and "Failed to load resource" not in message.text:
+            logged.append(message.text)
+
+    page.on("console", on_console)
+    try:
+        yield App(page=page, base_url=base_url)
+    finally:
+        context.close()
+    assert errors is not None or not logged, f"the page logged errors: {logged}"

@@ -290,7 +290,7 @@ def html_page(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width,initial-scale=1">'
         f"<title>{html.escape(title)} · handrail</title><style>{_PAGE_STYLE}</style></head>"
-        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+        f"<body><main><h1>{html.escape(title)}</h1>{body}</main></body></html>"
     )
     return HTMLResponse(text, status_code=status, headers=dict(headers))
 

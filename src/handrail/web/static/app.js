@@ -126,18 +126,25 @@ function header(route) {
       ),
     ),
   );
+  // The banner holds the top bar and the model line: what model answers is said on every page,
+  // inside a landmark (a screen reader's list of regions reaches it).
   return h(
     "header",
-    { class: "topbar" },
-    h("a", { class: "brand", href: "/", "data-link": "" }, h("img", { src: "/static/icon.svg", alt: "", width: 24, height: 24 }), h("span", { class: "brand-name" }, "handrail")),
-    nav,
+    {},
     h(
       "div",
-      { class: "who" },
-      notificationsToggle(),
-      h("span", { class: "user" }, "Signed in as ", h("strong", {}, user.id), user.isAdmin ? " (admin)" : ""),
-      h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: signOut }, "Sign out"),
+      { class: "topbar" },
+      h("a", { class: "brand", href: "/", "data-link": "" }, h("img", { src: "/static/icon.svg", alt: "", width: 24, height: 24 }), h("span", { class: "brand-name" }, "handrail")),
+      nav,
+      h(
+        "div",
+        { class: "who" },
+        notificationsToggle(),
+        h("span", { class: "user" }, "Signed in as ", h("strong", {}, user.id), user.isAdmin ? " (admin)" : ""),
+        h("button", { class: "btn btn-ghost btn-small", type: "button", onclick: signOut }, "Sign out"),
+      ),
     ),
+    h("p", { class: "model-line", dataset: { ai: String(state.info.modelIsAI) } }, modelLine(state.info)),
   );
 }
 
@@ -195,7 +202,6 @@ async function render() {
   replace(
     root,
     header(route),
-    h("p", { class: "model-line", dataset: { ai: String(state.info.modelIsAI) } }, modelLine(state.info)),
     main,
   );
   if (!found) {

@@ -29,6 +29,7 @@ function approvalItem(item, info, reload, say) {
       setTimeout(reload, 300);
     },
     onConflict: () => setTimeout(reload, 300),
+    headingLevel: 3, // under the section's h2
   };
   const card = createCard(ask, ctx);
   return h(

@@ -127,7 +127,8 @@ class HandrailChat extends HTMLElement {
       token: this.getAttribute("token"),
       getToken: typeof this.getToken === "function" ? () => this.getToken() : null,
     });
-    const main = h("main", { class: "page page-chat hc-main", part: "chat" });
+    // A named region, not a second `main`: the page that embeds the chat has its own.
+    const main = h("section", { class: "page page-chat hc-main", part: "chat", "aria-label": "Chat with the agent" });
     replace(
       this.root,
       h("link", { rel: "stylesheet", href: new URL("style.css", HERE).href }),

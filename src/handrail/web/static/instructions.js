@@ -170,7 +170,8 @@ export function fromConnections(agentName) {
   const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const section = h(
     "section",
-    { class: "from-connections", "aria-labelledby": headingId, dataset: { agent: agentName } },
+    // Named with its agent: the agents page has one such region for each.
+    { class: "from-connections", "aria-label": `From connections: ${agentName}`, dataset: { agent: agentName } },
     h("h3", { id: headingId }, "From connections"),
     h(
       "p",

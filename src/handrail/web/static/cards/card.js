@@ -47,7 +47,8 @@ export class AskCard {
   /**
    * @param ask {toolCallId, kind, input, origin?, toolName?, simple?, preview?, expiresAt?,
    *   status: "pending"|"answered"|"cancelled", response?, actionable?}
-   * @param ctx {answer(card, envelope), onConflict(card), safetyClass(toolName), heldCall(ask)}
+   * @param ctx {answer(card, envelope), onConflict(card), safetyClass(toolName), heldCall(ask),
+   *   headingLevel? (of the card's title: 2 by default, under the page's h1)}
    * @param renderer {name, label, title(ask), prompt(ask), controls(ask, card), summary(ask, response)}
    */
   constructor(ask, ctx, renderer) {
@@ -59,6 +60,9 @@ export class AskCard {
     this.lastEnvelope = null;
     this.disposers = [];
     this.titleId = uid("ask-title");
+    // The title's heading level: one below the heading the card sits under (the page's h1 by
+    // default; a section's h2 gives 3), so the page's outline has no gap.
+    this.level = Math.min(6, Math.max(2, ctx.headingLevel || 2));
     this.el = h("article", {
       class: `card card-${renderer.name}`,
       "aria-labelledby": this.titleId,
@@ -104,7 +108,7 @@ export class AskCard {
       "header",
       { class: "card-header" },
       h("span", { class: `badge badge-${renderer.name}` }, renderer.label(ask)),
-      h("h3", { class: "card-title", id: this.titleId }, title),
+      h(`h${this.level}`, { class: "card-title", id: this.titleId }, title),
     );
     this.notice = h("div", { class: "card-notice", role: "alert", hidden: true });
     const parts = [header];

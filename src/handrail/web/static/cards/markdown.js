@@ -82,7 +82,7 @@ export const markdown = {
           h(
             "section",
             { class: "field", "aria-labelledby": previewId },
-            h("h4", { class: "preview-heading", id: previewId }, "Preview"),
+            h(`h${Math.min(6, card.level + 1)}`, { class: "preview-heading", id: previewId }, "Preview"),
             preview,
           ),
         ),
