@@ -36,7 +36,7 @@ function approvalItem(item, info, reload, say) {
     "li",
     { class: "approval-item", dataset: { historyId: item.historyId, toolCallId: ask.toolCallId } },
     h("p", { class: "inbox-meta" }, `Asked in ${item.ownerId}'s conversation`),
-    item.agentMessage ? h("blockquote", { class: "agent-said" }, item.agentMessage) : null,
+    item.agentMessage ? h("blockquote", { class: "agent-said", dir: "auto" }, item.agentMessage) : null,
     card.el,
   );
 }

@@ -96,7 +96,7 @@ export function chatPage(main, ctx) {
   };
 
   const titleId = uid("chat-title");
-  const title = h("h1", { id: titleId, class: "chat-title", tabindex: "-1" }, "New conversation");
+  const title = h("h1", { id: titleId, class: "chat-title", tabindex: "-1", dir: "auto" }, "New conversation");
   // Rename and delete the open conversation (PATCH and DELETE /histories/{id}).
   const renameInput = h("input", { class: "input rename-input", maxlength: 200, "aria-label": "New title" });
   const renameForm = h(
@@ -315,7 +315,7 @@ export function chatPage(main, ctx) {
   function userMessage(text) {
     clearEmpty();
     closeText();
-    const el = h("div", { class: "msg msg-user" }, h("span", { class: "sr-only" }, "You: "), h("div", { class: "msg-text" }, text));
+    const el = h("div", { class: "msg msg-user" }, h("span", { class: "sr-only" }, "You: "), h("div", { class: "msg-text", dir: "auto" }, text));
     transcript.append(el);
     return el;
   }
@@ -699,7 +699,7 @@ export function chatPage(main, ctx) {
       h(
         "a",
         { href: `/c/${item.id}`, "data-link": "", dataset: { historyId: item.id } },
-        h("span", { class: "conversation-title" }, item.title || "Untitled"),
+        h("span", { class: "conversation-title", dir: "auto" }, item.title || "Untitled"),
         h(
           "span",
           { class: "conversation-meta" },

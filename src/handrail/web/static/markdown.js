@@ -77,7 +77,7 @@ function table(lines, i) {
     c.startsWith(":") && c.endsWith(":") ? "center" : c.endsWith(":") ? "right" : c.startsWith(":") ? "left" : null,
   );
   const cell = (tag, text, index) =>
-    h(tag, align[index] ? { class: `align-${align[index]}` } : {}, inline(text));
+    h(tag, { class: align[index] ? `align-${align[index]}` : null, dir: "auto" }, inline(text));
   const body = [];
   let j = i + 2;
   while (j < lines.length && lines[j].trim() && lines[j].includes("|")) {
@@ -96,6 +96,11 @@ function table(lines, i) {
   );
   return { node, next: j };
 }
+
+// Every block (a paragraph, a heading, a quote, a list, a table's cell) takes its direction
+// from its own first strong character (`dir="auto"`), so a reply or a prompt written in Arabic
+// or Hebrew reads right to left, each block apart.
+const AUTO = Object.freeze({ dir: "auto" });
 
 function blocks(lines) {
   const out = [];
@@ -125,7 +130,7 @@ function blocks(lines) {
     }
     const heading = line.match(HEADING);
     if (heading) {
-      out.push(h(`h${heading[1].length}`, {}, inline(heading[2])));
+      out.push(h(`h${heading[1].length}`, AUTO, inline(heading[2])));
       i += 1;
       continue;
     }
@@ -137,7 +142,7 @@ function blocks(lines) {
     if (QUOTE.test(line)) {
       const body = [];
       while (i < lines.length && QUOTE.test(lines[i])) body.push(lines[i++].match(QUOTE)[1]);
-      out.push(h("blockquote", {}, blocks(body)));
+      out.push(h("blockquote", AUTO, blocks(body)));
       continue;
     }
     const bullet = BULLET.test(line);
@@ -155,7 +160,9 @@ function blocks(lines) {
         items.push(h("li", {}, inline(parts.join(" "))));
       }
       const start = numbered && numbered[1] !== "1" ? Number(numbered[1]) : null;
-      out.push(h(bullet ? "ul" : "ol", { start }, items));
+      // A list takes its first item's direction (its items inherit it, so its markers and
+      // indent are on that side).
+      out.push(h(bullet ? "ul" : "ol", { start, dir: "auto" }, items));
       continue;
     }
     const para = [];
@@ -169,7 +176,7 @@ function blocks(lines) {
       if (index > 0) content.push(/ {2,}$/.test(para[index - 1]) ? h("br") : " ");
       content.push(...inline(text.trim()));
     });
-    out.push(h("p", {}, content));
+    out.push(h("p", AUTO, content));
   }
   return out;
 }

@@ -108,7 +108,7 @@ export class AskCard {
       "header",
       { class: "card-header" },
       h("span", { class: `badge badge-${renderer.name}` }, renderer.label(ask)),
-      h(`h${this.level}`, { class: "card-title", id: this.titleId }, title),
+      h(`h${this.level}`, { class: "card-title", id: this.titleId, dir: "auto" }, title),
     );
     this.notice = h("div", { class: "card-notice", role: "alert", hidden: true });
     const parts = [header];
@@ -304,6 +304,9 @@ export function optionRow({ type, name, value, label, description, checked = fal
     "div",
     {
       class: `option ${extraClass}`.trim(),
+      // The row takes the label's direction (the label and the box inherit it): a label in a
+      // right-to-left script puts the box on the right. (The description has its own.)
+      dir: "auto",
       onclick: (event) => {
         if (event.target === box || event.target.closest("label") || box.disabled) return;
         if (type === "radio") box.checked = true;
@@ -316,7 +319,7 @@ export function optionRow({ type, name, value, label, description, checked = fal
       "div",
       { class: "option-text" },
       h("label", { for: id, class: "option-label" }, label),
-      description ? h("span", { class: "option-description", id: descriptionId }, description) : null,
+      description ? h("span", { class: "option-description", id: descriptionId, dir: "auto" }, description) : null,
     ),
   );
   return { row, box };

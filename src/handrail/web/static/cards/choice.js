@@ -59,7 +59,7 @@ export function choiceControls(ask, card, { submitLabel } = {}) {
     otherRow = h(
       "div",
       { class: "field other" },
-      h("label", { for: id }, input.otherLabel || "Other"),
+      h("label", { for: id, dir: "auto" }, input.otherLabel || "Other"),
       other,
       card.errorSlot("content.other", other),
     );

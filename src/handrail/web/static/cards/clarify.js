@@ -36,7 +36,7 @@ function mark(prompt) {
 }
 
 function buildPrompt(prompt, card) {
-  const hint = prompt.hint ? h("p", { class: "helper", id: uid("hint") }, prompt.hint) : null;
+  const hint = prompt.hint ? h("p", { class: "helper", id: uid("hint"), dir: "auto" }, prompt.hint) : null;
   const error = h("p", { class: "field-error", id: uid("error"), hidden: true });
   if (prompt.kind === "text") {
     const id = uid("clarify-text");
@@ -54,7 +54,7 @@ function buildPrompt(prompt, card) {
       prompt,
       controls: [control],
       error,
-      node: h("div", { class: "field" }, h("label", { for: id, class: "field-label" }, prompt.question, mark(prompt)), hint, control, error),
+      node: h("div", { class: "field" }, h("label", { for: id, class: "field-label", dir: "auto" }, prompt.question, mark(prompt)), hint, control, error),
       read: () => (control.value.trim() ? { value: control.value } : null),
     };
   }
@@ -88,7 +88,7 @@ function buildPrompt(prompt, card) {
       class: `field field-group${prompt.kind === "confirm" ? " segments" : ""}`,
       "aria-describedby": [hint && hint.id, error.id].filter(Boolean).join(" "),
     },
-    h("legend", { class: "field-label" }, prompt.question, mark(prompt)),
+    h("legend", { class: "field-label", dir: "auto" }, prompt.question, mark(prompt)),
     hint,
     h("div", { class: prompt.kind === "confirm" ? "segment-row" : "option-list" }, rows),
     error,

@@ -39,14 +39,14 @@ const DATETIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?(Z|[+-]\d{2
 function labelFor(field, id) {
   return h(
     "label",
-    { for: id, class: "field-label" },
+    { for: id, class: "field-label", dir: "auto" },
     field.label,
     field.required ? [h("span", { class: "required", "aria-hidden": "true" }, " *"), h("span", { class: "sr-only" }, " (required)")] : null,
   );
 }
 
 function helper(field) {
-  return field.helperText ? h("p", { class: "helper", id: uid("help") }, field.helperText) : null;
+  return field.helperText ? h("p", { class: "helper", id: uid("help"), dir: "auto" }, field.helperText) : null;
 }
 
 function describe(control, ...nodes) {
@@ -155,7 +155,7 @@ function buildField(field, card) {
       const fieldset = h(
         "fieldset",
         { class: "field field-group", "aria-describedby": help ? help.id : null },
-        h("legend", { id: legendId, class: "field-label" }, field.label,
+        h("legend", { id: legendId, class: "field-label", dir: "auto" }, field.label,
           field.required ? [h("span", { class: "required", "aria-hidden": "true" }, " *"), h("span", { class: "sr-only" }, " (required)")] : null),
         help,
         boxes.map((b) => b.row),
@@ -250,7 +250,7 @@ export const form = {
       h(
         "dl",
         { class: "summary-values" },
-        fields.map((field) => [h("dt", {}, field.label), h("dd", {}, display(field, values[field.id]))]),
+        fields.map((field) => [h("dt", { dir: "auto" }, field.label), h("dd", { dir: "auto" }, display(field, values[field.id]))]),
       ),
     );
   },

@@ -40,8 +40,8 @@ export function simpleCard(card, { onButton, handoffHref, headingLevel = "h2", e
   return h(
     "article",
     { class: "simple-card", dataset: { kind: card.kind, toolCallId: card.toolCallId } },
-    card.title ? h(headingLevel, { class: "simple-title" }, card.title) : null,
-    h("p", { class: "simple-text" }, card.text),
+    card.title ? h(headingLevel, { class: "simple-title", dir: "auto" }, card.title) : null,
+    h("p", { class: "simple-text", dir: "auto" }, card.text),
     buttons.length ? h("div", { class: "simple-buttons" }, buttons) : null,
     handoff,
     extra,
