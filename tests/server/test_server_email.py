@@ -98,13 +98,17 @@ async def test_an_ask_by_email_answered_by_link_once(tmp_path: Path) -> None:
         html = message.get_body(("html",))
         assert html is not None
         assert "Delete 14 completed todos?" in html.get_content()
+        # The ask's own words take their own direction; the email's are English.
+        assert '<html lang="en">' in html.get_content()
+        assert '<p dir="auto">Delete 14 completed todos?' in html.get_content()
 
         # Opening a link shows the card and the choice, and answers nothing.
         opened = await api.client.get(f"/links/{links['Delete 14 todos']}")
         assert opened.status_code == 200
         assert opened.headers["referrer-policy"] == "no-referrer"
         assert "Delete 14 completed todos? This cannot be undone." in opened.text
-        assert "Confirm: Delete 14 todos" in opened.text
+        # The button's label is isolated in the page's sentence (an Arabic one stays whole).
+        assert "Confirm: <bdi>Delete 14 todos</bdi>" in opened.text
         assert (await api.history(history_id))["pendingAsk"] is not None
 
         # One more click answers, through the same path as any other answer.

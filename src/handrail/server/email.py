@@ -198,16 +198,18 @@ def _html(
     opening: str,
     approver: bool,
 ) -> str:
-    parts = ['<!doctype html><html><body style="font-family:sans-serif;max-width:36em">']
+    # The ask's title and text take their own direction (an ask in Arabic reads right to
+    # left); the email's own words are English.
+    parts = ['<!doctype html><html lang="en"><body style="font-family:sans-serif;max-width:36em">']
     parts.append(f"<p>{html.escape(opening)}</p>")
     if isinstance(title, str) and title:
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-    parts.append(f"<p>{html.escape(text)}</p><p>")
+        parts.append(f'<h2 dir="auto">{html.escape(title)}</h2>')
+    parts.append(f'<p dir="auto">{html.escape(text)}</p><p>')
     for label, url in buttons:
         parts.append(
             f'<a href="{html.escape(url)}" style="display:inline-block;margin:0 .5em .5em 0;'
             f"padding:.5em 1em;border:1px solid #333;border-radius:6px;color:#111;"
-            f'text-decoration:none">{html.escape(label)}</a>'
+            f'text-decoration:none" dir="auto">{html.escape(label)}</a>'
         )
     parts.append("</p>")
     what = (

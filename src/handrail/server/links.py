@@ -106,8 +106,8 @@ def _card_html(card: dict[str, object]) -> str:
     title = card.get("title")
     parts = ['<div class="card">']
     if isinstance(title, str) and title:
-        parts.append(f"<strong>{html.escape(title)}</strong>")
-    parts.append(f"<p>{html.escape(str(card.get('text', '')))}</p></div>")
+        parts.append(f'<strong dir="auto">{html.escape(title)}</strong>')
+    parts.append(f"""<p dir="auto">{html.escape(str(card.get("text", "")))}</p></div>""")
     return "".join(parts)
 
 
@@ -119,9 +119,9 @@ async def show_link(request: Request) -> Response:
     label = html.escape(str(button.get("label", "")))
     style = ' class="danger"' if button.get("style") == "danger" else ""
     body = (
-        f"{_card_html(card)}<p>You chose <strong>{label}</strong>. Nothing is sent until you "
-        f'confirm.</p><form method="post"><button type="submit"{style}>Confirm: {label}'
-        "</button></form>"
+        f"{_card_html(card)}<p>You chose <bdi><strong>{label}</strong></bdi>. Nothing is sent "
+        f'until you confirm.</p><form method="post"><button type="submit"{style}>Confirm: '
+        f"<bdi>{label}</bdi></button></form>"
     )
     return _page("Confirm your answer", body)
 
@@ -163,7 +163,7 @@ async def use_link(request: Request) -> Response:
             ("This answer could not be sent", "Answer the ask in handrail instead."), 409
         )
     label = html.escape(str(button.get("label", "")))
-    body = f"{_card_html(card)}<p>Your answer <strong>{label}</strong> was sent.</p>"
+    body = f"{_card_html(card)}<p>Your answer <bdi><strong>{label}</strong></bdi> was sent.</p>"
     return _page("Answer sent", body)
 
 
