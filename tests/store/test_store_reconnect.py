@@ -140,3 +140,35 @@ async def test_unsynced_writes_recover_after_their_sessions_end(
     finally:
         await spawn(kept.close)
         await engine.dispose()
+
+
+def _backend_pid(connection: Connection) -> int:
+    pid: int = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    return pid
+
+
+async def test_kept_connections_opened_before_a_lost_one_are_not_used_again(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """A connection found lost makes the pool take every one it opened before for lost too
+    (the database restarted or ended their sessions), kept ones as well: their sockets may
+    not have been read since, so their next work would fail (or find asyncpg's protocol in
+    another operation). The next transactions run on new connections."""
+    url = await flushing_database_url(postgres_cluster)
+    # Room in the pool for more than the two used, so that both stay kept between transactions.
+    engine = create_async_engine(url, pool_size=4, max_overflow=0)
+    kept = Kept(engine.sync_engine, 4)
+    try:
+        before = await asyncio.gather(*(spawn(kept.transaction, _backend_pid, ()) for _ in "ab"))
+        assert len(set(before)) == 2, before  # two connections, both kept
+        # What SQLAlchemy does when a statement meets a dead connection: the pool's
+        # generation ends with it. Both kept ones are still open and in no transaction.
+        engine.sync_engine.pool._invalidate(kept._free[-1].connection)
+        after = await asyncio.gather(*(spawn(kept.transaction, _backend_pid, ()) for _ in "ab"))
+        assert not set(after) & set(before), (before, after)
+        # The new ones are kept and used again, as before.
+        again = await asyncio.gather(*(spawn(kept.transaction, _backend_pid, ()) for _ in "ab"))
+        assert set(again) == set(after)
+    finally:
+        await spawn(kept.close)
+        await engine.dispose()

@@ -180,9 +180,19 @@ def _set_level(connection: Connection, unsynced: bool) -> None:
 
 
 def _usable(connection: Connection) -> bool:
-    """Whether `connection` may run the next transaction: open, valid, in no transaction of
-    SQLAlchemy's, the adapter's or asyncpg's."""
+    """Whether `connection` may run the next transaction: open, valid, opened after the pool
+    last found one of its connections lost, in no transaction of SQLAlchemy's, the adapter's
+    or asyncpg's."""
     if connection.closed or connection.invalidated or connection.in_transaction():
+        return False
+    # A connection found lost makes the pool take every one opened before it for lost too (the
+    # database restarted or ended their sessions: `Pool._invalidate`), which the pool applies
+    # when one is checked out. A kept one is not checked out again, and its socket may not
+    # have been read since (a failover between two requests): it would fail its next work, or
+    # confuse asyncpg's protocol ("another operation is in progress").
+    pool: Any = connection.engine.pool
+    record: Any = getattr(connection.connection, "_connection_record", None)
+    if record is not None and record.last_connect_time < pool._invalidate_time:
         return False
     adapter: Any = connection.connection.dbapi_connection
     if adapter is None or adapter._transaction is not None or adapter.autocommit:
