@@ -10,7 +10,10 @@ from web_pages import App, command
 #: "Which plan for the team?" and its options in Arabic; one description is in English.
 ARABIC_CHOICE = {
     "title": "أي خطة للفريق؟",
-    "prompt": "اختر خطة. يمكنك تغييرها لاحقًا.\n\n- الخطة الأساسية مجانية.\n- خطة الفريق للجميع.",
+    "prompt": (
+        "اختر خطة. يمكنك تغييرها لاحقًا.\n\n- الخطة الأساسية مجانية.\n- خطة الفريق للجميع."
+        "\n\n> السعر شهري.\n\n| الخطة | السعر |\n| --- | --- |\n| الفريق | 99 |"
+    ),
     "select": "one",
     "options": [
         {"id": "basic", "label": "الخطة الأساسية", "description": "مجانية لثلاثة أشخاص."},
@@ -33,9 +36,16 @@ def test_right_to_left_text_reads_right_to_left(app: App) -> None:
     title = card.locator.get_by_role("heading", name="أي خطة للفريق؟")
     assert direction(title) == "rtl"
     prompt = card.locator.locator(".card-prompt")
-    assert direction(prompt.locator("p")) == "rtl"
+    assert direction(prompt.locator("p").first) == "rtl"
     assert direction(prompt.locator("ul")) == "rtl"
     assert [direction(item) for item in prompt.locator("li").all()] == ["rtl", "rtl"]
+    # A quote and a table run from the right too (the quote's rule, the table's first column).
+    assert direction(prompt.locator("blockquote p")) == "rtl"
+    assert direction(prompt.locator("td").first) == "rtl"
+    first, second = (cell.bounding_box() for cell in prompt.locator("th").all())
+    assert first is not None
+    assert second is not None
+    assert first["x"] > second["x"]
 
     # An option in Arabic is a right-to-left row: its box on the right of its label.
     basic = card.locator.get_by_role("radio", name="الخطة الأساسية")

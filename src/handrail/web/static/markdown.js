@@ -71,13 +71,18 @@ function tableAt(lines, i) {
   return cells(head).length === cells(rule).length;
 }
 
+// Every block (a paragraph, a heading, a quote, a list, a table) takes its direction from its
+// own first strong character (`dir="auto"`), so a reply or a prompt written in Arabic or
+// Hebrew reads right to left, each block apart.
+const AUTO = Object.freeze({ dir: "auto" });
+
 function table(lines, i) {
   const head = cells(lines[i]);
   const align = cells(lines[i + 1]).map((c) =>
     c.startsWith(":") && c.endsWith(":") ? "center" : c.endsWith(":") ? "right" : c.startsWith(":") ? "left" : null,
   );
   const cell = (tag, text, index) =>
-    h(tag, { class: align[index] ? `align-${align[index]}` : null, dir: "auto" }, inline(text));
+    h(tag, align[index] ? { class: `align-${align[index]}` } : {}, inline(text));
   const body = [];
   let j = i + 2;
   while (j < lines.length && lines[j].trim() && lines[j].includes("|")) {
@@ -89,18 +94,13 @@ function table(lines, i) {
     { class: "table-wrap" },
     h(
       "table",
-      {},
+      AUTO, // its columns run in its first cell's direction; the cells inherit it
       h("thead", {}, h("tr", {}, head.map((text, index) => cell("th", text, index)))),
       body.length ? h("tbody", {}, body) : null,
     ),
   );
   return { node, next: j };
 }
-
-// Every block (a paragraph, a heading, a quote, a list, a table's cell) takes its direction
-// from its own first strong character (`dir="auto"`), so a reply or a prompt written in Arabic
-// or Hebrew reads right to left, each block apart.
-const AUTO = Object.freeze({ dir: "auto" });
 
 function blocks(lines) {
   const out = [];
@@ -142,7 +142,11 @@ function blocks(lines) {
     if (QUOTE.test(line)) {
       const body = [];
       while (i < lines.length && QUOTE.test(lines[i])) body.push(lines[i++].match(QUOTE)[1]);
-      out.push(h("blockquote", AUTO, blocks(body)));
+      // A quote takes its first block's direction, which its blocks then inherit (so that its
+      // rule is on the side it starts from).
+      const inner = blocks(body);
+      for (const node of inner) node.removeAttribute("dir");
+      out.push(h("blockquote", AUTO, inner));
       continue;
     }
     const bullet = BULLET.test(line);
