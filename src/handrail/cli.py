@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -94,8 +95,14 @@ def _run_serve(args: argparse.Namespace) -> int:
         return 2
 
     from .server.app import create_app
-    from .server.serving import Server, uvicorn_config
+    from .server.serving import Server, listen, uvicorn_config
 
+    try:
+        # Before the app is made: an address in use stops here, having started nothing.
+        sockets = listen(config.host, config.port)
+    except ConfigError as exc:
+        print(f"handrail serve: {exc}", file=sys.stderr)
+        return 2
     app = create_app(config)
     where = f"http://{config.host}:{config.port}{config.api_prefix}"
     print(f"handrail: serving {where} (OpenAPI at /openapi.json)", flush=True)
@@ -113,7 +120,7 @@ def _run_serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
     server = Server(uvicorn_config(app, config, log_level=args.log_level))
-    server.run()
+    server.run(sockets=sockets)
     return 0 if server.started else 1
 
 
@@ -166,14 +173,20 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     from .demo.app import create_demo_app, demo_config
     from .errors import ConfigError
-    from .server.serving import Server, uvicorn_config
+    from .server.serving import Server, listen, uvicorn_config
 
     database: Path = args.database
+    sockets: list[socket.socket] = []
     try:
         config = demo_config(database, host=args.host, port=args.port)
         config.check_models()
+        # Before the app is made: a demo already running on the port stops this one here,
+        # before it opens the database.
+        sockets = listen(config.host, config.port)
         app = create_demo_app(database, config=config)
     except (ConfigError, OSError) as exc:
+        for sock in sockets:
+            sock.close()
         print(f"handrail demo: {exc}", file=sys.stderr)
         return 2
 
@@ -193,7 +206,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     server = Server(uvicorn_config(app, config, log_level=args.log_level))
     if args.browser and _has_display():
         threading.Thread(target=_open_when_started, args=(server, url), daemon=True).start()
-    server.run()
+    server.run(sockets=sockets)
     return 0 if server.started else 1
 
 

@@ -1,16 +1,21 @@
-"""The settings of the request limits (YAML, environment, mistakes), and that both servers the
-command line runs, ``handrail serve`` and ``handrail demo``, get the connection guards."""
+"""The settings of the request limits (YAML, environment, mistakes), that both servers the
+command line runs, ``handrail serve`` and ``handrail demo``, get the connection guards, and that
+both listen before anything starts: an address in use stops them at once, with the way
+forward."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import re
+import socket
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 import uvicorn
 
+from demo_server import free_port
 from handrail.cli import main
 from handrail.errors import ConfigError
 from handrail.server.config import ServerConfig
@@ -19,6 +24,7 @@ from handrail.server.serving import (
     ConnectionLimits,
     GuardedProtocol,
     Server,
+    listen,
 )
 
 BASE: dict[str, Any] = {
@@ -89,10 +95,11 @@ def test_a_bad_limit_in_python_is_refused_too() -> None:
 
 
 class FakeServer:
-    """Stands in for the server class (`serving.Server`, a uvicorn.Server): keeps the config,
-    serves nothing."""
+    """Stands in for the server class (`serving.Server`, a uvicorn.Server): keeps the config
+    and the addresses of the sockets it was given, serves nothing."""
 
     configs: ClassVar[list[Any]] = []
+    listened: ClassVar[list[Any]] = []
 
     def __init__(self, config: Any) -> None:
         self.config = config
@@ -100,13 +107,16 @@ class FakeServer:
         self.should_exit = False
         FakeServer.configs.append(config)
 
-    def run(self) -> None:
-        pass
+    def run(self, sockets: list[socket.socket] | None = None) -> None:
+        for sock in sockets or []:
+            FakeServer.listened.append(sock.getsockname())
+            sock.close()
 
 
 @pytest.fixture
 def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     FakeServer.configs = []
+    FakeServer.listened = []
     monkeypatch.setattr("handrail.server.serving.Server", FakeServer)
     for name in ("HANDRAIL_MODEL", "HANDRAIL_CONFIG"):
         monkeypatch.delenv(name, raising=False)
@@ -120,13 +130,15 @@ def test_handrail_serve_runs_the_guarded_protocol(
     monkeypatch.setenv("HANDRAIL_TOKEN", "serve-token-0123456789")
     monkeypatch.setenv("HANDRAIL_HEADER_TIMEOUT", "3")
     monkeypatch.setenv("HANDRAIL_MAX_CONNECTIONS", "12")
-    assert main(["serve", "--port", "8765"]) == 0
+    port = free_port()
+    assert main(["serve", "--port", str(port)]) == 0
     [config] = fake_server
     assert issubclass(config.http, GuardedProtocol)
     assert config.http.limits.header_timeout == 3
     assert config.http.limits.max_connections == 12
     assert config.ws == "none"
-    assert config.port == 8765
+    assert config.port == port
+    assert FakeServer.listened == [("127.0.0.1", port)]
 
 
 def test_handrail_demo_runs_the_guarded_protocol(
@@ -135,11 +147,75 @@ def test_handrail_demo_runs_the_guarded_protocol(
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     database = tmp_path / "demo" / "handrail.db"
-    assert main(["demo", "--no-browser", "--database", str(database), "--port", "8766"]) == 0
+    port = free_port()
+    assert main(["demo", "--no-browser", "--database", str(database), "--port", str(port)]) == 0
     [config] = fake_server
     assert issubclass(config.http, GuardedProtocol)
     assert config.http.limits == ConnectionLimits()
-    assert config.port == 8766
+    assert config.port == port
+    assert FakeServer.listened == [("127.0.0.1", port)]
+
+
+@pytest.fixture
+def taken_port() -> Any:
+    """A port of 127.0.0.1 another program listens on."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        yield other.getsockname()[1]
+
+
+def test_a_port_in_use_stops_serve_before_it_starts(
+    fake_server: list[Any],
+    taken_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HANDRAIL_TOKEN", "serve-token-0123456789")
+    assert main(["serve", "--port", str(taken_port)]) == 2
+    assert capsys.readouterr().err == (
+        f"handrail serve: Cannot listen on 127.0.0.1:{taken_port}: another program listens "
+        "there (another handrail, perhaps). Stop it, or choose another port with --port (or "
+        "the port setting).\n"
+    )
+    assert fake_server == []  # nothing was served
+    assert list(tmp_path.iterdir()) == []  # nor the database made
+
+
+def test_a_port_in_use_stops_the_demo_before_it_opens_its_database(
+    fake_server: list[Any],
+    taken_port: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = tmp_path / "demo" / "handrail.db"
+    assert (
+        main(["demo", "--no-browser", "--database", str(database), "--port", str(taken_port)]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith(f"handrail demo: Cannot listen on 127.0.0.1:{taken_port}: "), err
+    assert "choose another port with --port" in err
+    assert fake_server == []
+    assert not database.exists()
+
+
+def test_an_address_that_cannot_be_listened_on_says_why() -> None:
+    with pytest.raises(ConfigError, match=re.escape("the host 'nosuchhost.invalid' is not known")):
+        listen("nosuchhost.invalid", free_port())
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine.
+    with pytest.raises(ConfigError, match=re.escape("not one of this machine's. Give one of its")):
+        listen("192.0.2.1", free_port())
+    # Every address of a name that has several (localhost: 127.0.0.1, and ::1 where it is).
+    port = free_port()
+    sockets = listen("localhost", port)
+    try:
+        assert sockets
+        assert {sock.getsockname()[1] for sock in sockets} == {port}
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 async def test_the_server_freezes_the_heap_once_the_app_has_started() -> None:

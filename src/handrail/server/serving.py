@@ -41,16 +41,19 @@ not ``HEAD``, a body to come) and writes it with the body's first bytes. A strea
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import json
 import logging
+import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, cast
+from typing import Any, ClassVar, Final, Literal, cast
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from .._util import new_uuid4
+from ..errors import ConfigError
 from .config import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
@@ -60,9 +63,6 @@ from .config import (
 )
 from .events import END_STREAM_KEY
 
-if TYPE_CHECKING:
-    import socket
-
 __all__ = [
     "BODY_BYTES_PER_SECOND",
     "YOUNG_COLLECTION_AFTER",
@@ -71,6 +71,7 @@ __all__ = [
     "JoinedWritesCycle",
     "Server",
     "guarded_protocol",
+    "listen",
     "settle_heap",
     "uvicorn_config",
 ]
@@ -455,6 +456,58 @@ def settle_heap() -> None:
     gc.freeze()
     _, middle, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION_AFTER, middle, oldest)
+
+
+def listen(host: str, port: int, *, backlog: int = 2048) -> list[socket.socket]:
+    """The listening sockets of `host` and `port` (one a resolved address, as asyncio's
+    ``create_server`` makes them), for `Server.run`'s ``sockets``: made before the app starts,
+    so that an address in use stops the start at once, with what to do, and nothing of the
+    app (its database, its recovery) ran meanwhile. Raises `ConfigError`."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        found = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise ConfigError(
+            f"Cannot listen on {where}: the host {host!r} is not known ({exc.strerror}). "
+            "Give an address of this machine with --host (or the host setting)."
+        ) from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(found):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(backlog)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise ConfigError(f"Cannot listen on {where}: {_why_not(exc)}") from None
+    return sockets
+
+
+def _why_not(error: OSError) -> str:
+    """Why an address could not be listened on, and the way forward."""
+    if error.errno == errno.EADDRINUSE:
+        return (
+            "another program listens there (another handrail, perhaps). Stop it, or choose "
+            "another port with --port (or the port setting)."
+        )
+    if error.errno == errno.EACCES:
+        return (
+            "this user may not listen on that port (ports below 1024 need privileges). Choose "
+            "a port from 1024 up with --port (or the port setting)."
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            "that address is not one of this machine's. Give one of its addresses with --host "
+            "(or the host setting), such as 127.0.0.1."
+        )
+    return f"{error.strerror or error}."
 
 
 def uvicorn_config(app: Any, config: ServerConfig, *, log_level: str = "info") -> uvicorn.Config:
