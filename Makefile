@@ -27,8 +27,8 @@ test-venv: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 
 lint:
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 
 typecheck:
 	$(BIN)/mypy
