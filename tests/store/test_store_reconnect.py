@@ -172,3 +172,22 @@ async def test_kept_connections_opened_before_a_lost_one_are_not_used_again(
     finally:
         await spawn(kept.close)
         await engine.dispose()
+
+
+def test_the_errors_of_a_session_that_ended_are_the_connection_lost() -> None:
+    """What the two paths (`Prepared`'s statements, SQLAlchemy's through the engine's
+    ``handle_error`` hook) take for a lost connection besides what SQLAlchemy knows: the
+    session ended (57P01-57P03, class 08) or asyncpg's protocol left half-done, raised by
+    asyncpg or adapted by SQLAlchemy; never a statement's own error."""
+    from asyncpg import exceptions as pg
+    from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
+
+    from handrail.store.prepared import session_ended
+
+    half_done = "cannot switch to state 15; another operation (2) is in progress"
+    assert session_ended(pg.AdminShutdownError("terminating connection"))
+    assert session_ended(pg.ConnectionFailureError("connection failure"))
+    assert session_ended(pg._base.InternalClientError(half_done))
+    assert session_ended(AsyncAdapt_asyncpg_dbapi.InternalClientError(half_done))
+    assert not session_ended(pg.UniqueViolationError("duplicate key"))
+    assert not session_ended(ValueError("not the database's"))

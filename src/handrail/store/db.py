@@ -70,7 +70,7 @@ from handrail.errors import ConfigError
 from handrail.store._types import stored_json_text
 from handrail.store.greenlets import spawn
 from handrail.store.kept import Kept, in_transaction, roll_back_after
-from handrail.store.prepared import drop_direct, keep_direct
+from handrail.store.prepared import drop_direct, keep_direct, session_ended
 from handrail.store.threads import Workers, Writer
 
 __all__ = [
@@ -322,11 +322,16 @@ def _from_asyncpg(error: BaseException) -> bool:
     return module.startswith("asyncpg") or module == "sqlalchemy.dialects.postgresql.asyncpg"
 
 
-def _strip_values(context: ExceptionContext) -> None:
-    """SQLAlchemy's ``handle_error`` hook: `without_values` on the error it caught."""
+def _on_error(context: ExceptionContext) -> None:
+    """SQLAlchemy's ``handle_error`` hook (PostgreSQL): `without_values` on the error it
+    caught; and a session that ended (`session_ended`) is the connection lost, as SQLAlchemy
+    does for the errors it knows: the connection and the pool's older ones are invalidated,
+    and the error says ``connection_invalidated`` (`connection_lost`)."""
     without_values(context.original_exception)
     if context.sqlalchemy_exception is not None:
         without_values(context.sqlalchemy_exception)
+    if not context.is_disconnect and session_ended(context.original_exception):
+        context.is_disconnect = True
 
 
 def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -527,7 +532,7 @@ class Database:
             )
             # Values go as soon as SQLAlchemy catches the error, before its rollback and
             # whatever it logs while the error is being handled.
-            event.listen(self.engine.sync_engine, "handle_error", _strip_values)
+            event.listen(self.engine.sync_engine, "handle_error", _on_error)
             self._pg = Kept(self.engine.sync_engine, PG_POOL_SIZE + PG_POOL_OVERFLOW)
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")

@@ -55,6 +55,7 @@ __all__ = [
     "drop_direct",
     "folds",
     "keep_direct",
+    "session_ended",
 ]
 
 Params = Mapping[str, Any]
@@ -617,6 +618,19 @@ def _on_asyncpg(
 _SESSION_ENDED: Final = frozenset({"57P01", "57P02", "57P03"})
 
 
+def session_ended(error: BaseException) -> bool:
+    """Whether asyncpg's `error` says that the database session is over (`_SESSION_ENDED`,
+    class 08) or left asyncpg's protocol half-done (`InternalClientError`), so that the
+    connection is lost even though its socket may not look closed yet. SQLAlchemy's own
+    check (`Dialect.is_disconnect`) knows neither; both paths ask this first (`Prepared`'s
+    statements here, SQLAlchemy's through its ``handle_error`` hook in `handrail.store.db`)."""
+    state = getattr(error, "sqlstate", None)
+    if isinstance(state, str) and (state[:2] == "08" or state in _SESSION_ENDED):
+        return True
+    # asyncpg's protocol state left half-done by a session that ended under it.
+    return type(error).__name__ == "InternalClientError"
+
+
 def _invalidate_if_lost(connection: Connection, error: Exception) -> bool:
     """What `Connection.execute` does when its statement finds the connection lost (the server
     restarted, failed over, or ended the session): the connection is invalidated, and so is
@@ -626,11 +640,7 @@ def _invalidate_if_lost(connection: Connection, error: Exception) -> bool:
     if connection.invalidated:
         return True
     adapter = connection.connection.dbapi_connection
-    state = getattr(error, "sqlstate", None)
-    ended = isinstance(state, str) and (state[:2] == "08" or state in _SESSION_ENDED)
-    # asyncpg's protocol state left half-done by a session that ended under it.
-    ended = ended or type(error).__name__ == "InternalClientError"
-    if not ended and not connection.dialect.is_disconnect(error, adapter, None):  # type: ignore[arg-type]
+    if not session_ended(error) and not connection.dialect.is_disconnect(error, adapter, None):  # type: ignore[arg-type]
         return False
     connection.engine.pool._invalidate(connection.connection, error)
     connection.invalidate(error)
