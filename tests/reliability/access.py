@@ -39,7 +39,7 @@ from server_helpers import TOKENS, Api, command
 from starlette.routing import Mount, Route
 
 from handrail.demo.agent import DEMO_AGENT_NAME, PLAN_PICKER
-from handrail.server.web import SHELL_PATHS, STATIC_PREFIX
+from handrail.server.web import FAVICON_PATH, SHELL_PATHS, STATIC_PREFIX
 from handrail.store.outbox import DeliveryRepo, new_delivery
 
 __all__ = [
@@ -55,9 +55,14 @@ __all__ = [
     "route_calls",
 ]
 
-#: The routes that need no token: the web UI's shell and static files, and the document.
+#: The routes that need no token: the web UI's shell, static files and icon, and the document.
 PUBLIC_ROUTES: Final = frozenset(
-    {*(f"GET {p}" for p in SHELL_PATHS), f"GET {STATIC_PREFIX}/{{path:path}}", "GET /openapi.json"}
+    {
+        *(f"GET {p}" for p in SHELL_PATHS),
+        f"GET {STATIC_PREFIX}/{{path:path}}",
+        f"GET {FAVICON_PATH}",
+        "GET /openapi.json",
+    }
 )
 
 #: Routes that need no token because a secret in the URL authorizes them: the OAuth callback

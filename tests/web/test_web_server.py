@@ -90,6 +90,15 @@ async def test_static_files_have_their_type_and_revalidate(
     assert head.headers["content-length"] == str(len(response.content))
 
 
+async def test_the_favicon_is_the_uis_icon(plain: httpx.AsyncClient) -> None:
+    response = await plain.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/svg+xml"
+    assert response.content == (WEB / "static" / "icon.svg").read_bytes()
+    again = await plain.get("/favicon.ico", headers={"If-None-Match": response.headers["etag"]})
+    assert again.status_code == 304
+
+
 @pytest.mark.parametrize(
     "path", ["/static/nope.js", "/static/../server/app.py", "/static/", "/index.html", "/c/xyz"]
 )

@@ -1,5 +1,5 @@
 """The web UI: the single-page shell at ``/``, ``/c/<historyId>``, ``/inbox``, ``/watch`` and
-``/grants``, and its static files at ``/static/...``.
+``/grants``, its static files at ``/static/...``, and its icon at ``/favicon.ico`` too.
 
 The files are the package's ``handrail/web`` folder (ES modules, CSS, no build step, no CDN),
 read once and kept in memory. Only the files found there are served, so no path can reach
@@ -27,9 +27,11 @@ from fastapi.responses import Response
 
 from .problems import not_found
 
-__all__ = ["SHELL_PATHS", "STATIC_PREFIX", "WebFiles", "add_web_routes"]
+__all__ = ["FAVICON_PATH", "SHELL_PATHS", "STATIC_PREFIX", "WebFiles", "add_web_routes"]
 
 STATIC_PREFIX: Final = "/static"
+#: Where browsers look for a page's icon when it names none: the UI's ``icon.svg``.
+FAVICON_PATH: Final = "/favicon.ico"
 #: The paths that answer with the page's shell; the page routes itself from the URL.
 SHELL_PATHS: Final = (
     "/",
@@ -155,8 +157,14 @@ def add_web_routes(router: APIRouter, prefix: str) -> None:
             raise not_found("Not Found", f"The web UI has no file {path!r}.")
         return _respond(request, file, COMMON_HEADERS)
 
+    async def favicon(request: Request) -> Response:
+        # What a browser asks for on a page without an icon link (the pages the server writes
+        # itself, a page that embeds the chat): the UI's icon, not a 404 in every log.
+        return _respond(request, loaded().static["icon.svg"], COMMON_HEADERS)
+
     for path in SHELL_PATHS:
         router.add_route(path, shell, methods=["GET", "HEAD"], include_in_schema=False)
+    router.add_route(FAVICON_PATH, favicon, methods=["GET", "HEAD"], include_in_schema=False)
     router.add_route(
         STATIC_PREFIX + "/{path:path}", static, methods=["GET", "HEAD"], include_in_schema=False
     )
