@@ -5,7 +5,8 @@
 #
 # Idempotent: when .npm-packages/node_modules holds them all it only says so. Otherwise it
 # installs them with npm into .npm-packages at the repository's root (ignored by git). The
-# tests use them from there, offline; nothing is fetched at test time.
+# tests use them from there (through tests/npm_packages.py), offline; nothing is fetched at
+# test time.
 set -euo pipefail
 
 say() { echo "ensure-npm-packages: $*"; }

@@ -32,10 +32,10 @@ from handrail.connections import new_secret_key
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.base import ModelRequest
 from handrail.runtime.models.scripted import ScriptedModel
+from npm_packages import EVERYTHING, installed
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_SERVER = ROOT / "tests" / "connections" / "mcp_test_server.py"
-EVERYTHING = ROOT / ".npm-packages" / "node_modules" / ".bin" / "mcp-server-everything"
 CANARY = "canary-7f3a91e2-do-not-leak"
 READ_ONLY = {"action": "accept", "content": {"selected": ["read-only"]}}
 APPROVE = {"action": "accept", "content": {"confirmed": True}}
@@ -373,11 +373,7 @@ async def test_streamable_http_with_a_header_from_a_secret(capi: Api, http_serve
 
 
 async def test_the_npm_everything_server_over_stdio(capi: Api) -> None:
-    if not EVERYTHING.exists():
-        pytest.fail(
-            f"{EVERYTHING} is missing: run scripts/ensure-npm-packages.sh (make test runs it).",
-            pytrace=False,
-        )
+    installed(EVERYTHING)
     everything = await add(
         capi,
         {

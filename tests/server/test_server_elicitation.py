@@ -22,10 +22,10 @@ import pytest
 from server_helpers import Api, Stream, sqlite_url, start_api
 
 from handrail.connections import new_secret_key
+from npm_packages import EVERYTHING, installed
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_SERVER = ROOT / "tests" / "connections" / "mcp_test_server.py"
-EVERYTHING = ROOT / ".npm-packages" / "node_modules" / ".bin" / "mcp-server-everything"
 MODES = ["2026-07-28", "legacy"]
 
 NAME_AND_AGE = {
@@ -603,11 +603,7 @@ async def test_a_rejected_state_restarts_the_call_once_and_the_model_is_told(
 
 
 async def test_the_everything_servers_form_is_shown_as_consecutive_forms(eapi: Api) -> None:
-    if not EVERYTHING.exists():
-        pytest.fail(
-            f"{EVERYTHING} is missing: run scripts/ensure-npm-packages.sh (make test runs it).",
-            pytrace=False,
-        )
+    installed(EVERYTHING)
     body = {
         "app": "custom",
         "name": "Everything",

@@ -18,11 +18,10 @@ from typing import Any, Literal
 
 import pytest
 from playwright.sync_api import Browser, expect
-from web_pages import ROOT, App, command, open_tab
+from web_pages import App, command, open_tab
 
 from demo_server import DemoServer
-
-AXE = ROOT / ".npm-packages" / "node_modules" / "axe-core" / "axe.min.js"
+from npm_packages import AXE, installed
 
 #: The demo's prompts, each leading to one kind of ask (the booking's gates come after).
 PROMPTS = (
@@ -53,9 +52,7 @@ _RUN = """async () => {
 
 @pytest.fixture(scope="module")
 def axe_source() -> str:
-    if not AXE.exists():
-        pytest.fail(f"{AXE} is missing: run scripts/ensure-npm-packages.sh", pytrace=False)
-    return AXE.read_text(encoding="utf-8")
+    return installed(AXE).read_text(encoding="utf-8")
 
 
 @pytest.fixture(params=["light", "dark"])

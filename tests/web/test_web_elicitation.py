@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Request, expect
 from web_pages import App, Card
 
 from demo_server import DemoServer
+from npm_packages import EVERYTHING, installed
 
-ROOT = Path(__file__).resolve().parents[2]
-EVERYTHING = ROOT / ".npm-packages" / "node_modules" / ".bin" / "mcp-server-everything"
 FORM_TOOL = "kitchen_trigger-elicitation-request"
 URL_TOOL = "kitchen_trigger-url-elicitation"
 
@@ -26,11 +24,7 @@ URL_TOOL = "kitchen_trigger-url-elicitation"
 def everything(demo_server: DemoServer) -> Iterator[str]:
     """The everything server saved as the connection "Kitchen" (alice lets its tools read and
     write without asking), removed afterwards."""
-    if not EVERYTHING.exists():
-        pytest.fail(
-            f"{EVERYTHING} is missing: run scripts/ensure-npm-packages.sh (make test runs it).",
-            pytrace=False,
-        )
+    installed(EVERYTHING)
     body = {
         "app": "custom",
         "name": "Kitchen",
