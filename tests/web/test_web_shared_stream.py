@@ -129,3 +129,41 @@ def test_tabs_share_one_stream_and_hand_it_over(
     assert held == 0
     assert _streams_opened(own_server.log) == 2
     assert not errors, errors
+
+
+#: Each tab hears another tab's sign-in or sign-out (the "storage" event) this late.
+_SLOW_STORAGE = """
+const add = window.addEventListener.bind(window);
+window.addEventListener = (type, listener, options) =>
+  add(type, type === "storage" ? (e) => setTimeout(() => listener(e), 1500) : listener, options);
+"""
+
+
+def test_a_tab_that_has_not_heard_the_sign_out_does_not_take_the_stream_over(
+    context: BrowserContext, own_server: DemoServer
+) -> None:
+    # The leader signs out and lets the lock go at once; the tab the lock passes to may hear
+    # the sign-out only later (each tab gets its "storage" event in its own time): it must see
+    # the token is gone and not open a stream for a signed-out browser.
+    context.add_init_script(_SLOW_STORAGE)
+    before = _streams_opened(own_server.log)
+    first = context.new_page()
+    first.goto(own_server.url + "/inbox")
+    first.get_by_role("button", name="Sign in as bob").click()
+    second = context.new_page()
+    second.goto(own_server.url + "/inbox")
+    pages = [first, second]
+    for page in pages:
+        expect(page.locator("html")).to_have_attribute("data-live", "on")
+    leader = _one_leader(pages)
+    follower = second if leader is first else first
+    assert _streams_opened(own_server.log) == before + 1
+
+    leader.get_by_role("button", name="Sign out").click()
+    expect(leader.get_by_role("heading", name="Sign in to handrail")).to_be_visible()
+    # The follower has the lock now and has not yet heard the sign-out.
+    expect(follower.locator(".who")).to_contain_text("Signed in as bob")
+    follower.wait_for_timeout(500)
+    expect(follower.get_by_role("heading", name="Sign in to handrail")).to_be_visible()
+    expect(follower.locator("html")).to_have_attribute("data-live", "off")
+    assert _streams_opened(own_server.log) == before + 1

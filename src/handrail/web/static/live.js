@@ -105,7 +105,9 @@ export function startLive() {
   };
   navigator.locks
     .request(name, { signal: lockAbort.signal }, () => {
-      if (state.channel !== channel) return undefined; // stopped while waiting
+      // Stopped while waiting, or signed out in another tab whose "storage" event has not
+      // reached this one yet (the leader that heard it first let the lock go): give it up.
+      if (state.channel !== channel || auth.token !== state.token) return undefined;
       // This tab leads until it stops (sign-out) or closes: the lock is held until then.
       return new Promise((resolve) => {
         state.release = resolve;
