@@ -1371,3 +1371,13 @@ FILES_CASES = [
 @pytest.mark.parametrize(("input", "expected"), FILES_CASES)
 def test_files(input: dict[str, Any], expected: Pairs) -> None:
     assert pairs("files", input) == expected
+
+
+def test_a_list_of_the_wrong_size_is_counted_in_words() -> None:
+    # One of a thing is said without its plural's s: "1 option", never "1 options".
+    (one,) = validate_ask_input("choice", put(CHOICE_ONE, options=opts("a")))
+    assert one.message == "`options` has 1 option, fewer than the 2 required."
+    assert one.fix == "Give `options` at least 2 options."
+    (none,) = validate_ask_input("files", put(FILES, accept=[]))
+    assert none.message == "`accept` has 0 types, fewer than the 1 required."
+    assert none.fix == "Give `accept` at least 1 type."

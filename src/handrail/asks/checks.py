@@ -224,14 +224,19 @@ def range_invalid(errors: Errors, path: str, message: str, fix: str) -> None:
 def list_size(
     errors: Errors, path: str, items: list[Any], minimum: int, maximum: int, noun: str
 ) -> bool:
-    """`TOO_FEW` / `TOO_MANY` for a list. True when the size is within bounds."""
+    """`TOO_FEW` / `TOO_MANY` for a list. True when the size is within bounds. `noun` is the
+    plural ("options"); one of them is said without its final s."""
+
+    def count(n: int) -> str:
+        return f"{n} {noun[:-1] if n == 1 else noun}"
+
     if len(items) < minimum:
         add(
             errors,
             path,
             "TOO_FEW",
-            f"{_name(path)} has {len(items)} {noun}, fewer than the {minimum} required.",
-            f"Give {_name(path)} at least {minimum} {noun}.",
+            f"{_name(path)} has {count(len(items))}, fewer than the {minimum} required.",
+            f"Give {_name(path)} at least {count(minimum)}.",
         )
         return False
     if len(items) > maximum:
@@ -239,8 +244,8 @@ def list_size(
             errors,
             path,
             "TOO_MANY",
-            f"{_name(path)} has {len(items)} {noun}, more than the {maximum} allowed.",
-            f"Give {_name(path)} at most {maximum} {noun}.",
+            f"{_name(path)} has {count(len(items))}, more than the {maximum} allowed.",
+            f"Give {_name(path)} at most {count(maximum)}.",
         )
         return False
     return True
