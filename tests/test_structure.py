@@ -174,6 +174,7 @@ PINNED: Final[dict[str, list[str]]] = {
         "ConfigError",
         "ConfirmationExpired",
         "Conflict",
+        "DatabaseUnavailable",
         "DomainError",
         "FileNotFound",
         "Forbidden",

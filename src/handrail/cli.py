@@ -21,8 +21,12 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .server.config import ServerConfig
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -103,6 +107,17 @@ def _run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"handrail serve: {exc}", file=sys.stderr)
         return 2
+    try:
+        _open_database(config, args.log_level)
+    except (ConfigError, OSError) as exc:
+        for sock in sockets:
+            sock.close()
+        print(
+            f"handrail serve: {exc}\n  (the database is the config's database_url, or "
+            "HANDRAIL_DATABASE_URL)",
+            file=sys.stderr,
+        )
+        return 2
     app = create_app(config)
     where = f"http://{config.host}:{config.port}{config.api_prefix}"
     print(f"handrail: serving {where} (OpenAPI at /openapi.json)", flush=True)
@@ -155,9 +170,31 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn's log level (default: info)",
+        help="the log level of the server's lines, uvicorn's and handrail's (default: info)",
     )
     parser.set_defaults(run=_run_serve)
+
+
+def _open_database(config: ServerConfig, log_level: str) -> None:
+    """Open the configured database once and bring its schema up to date (logging what it
+    does), before the server starts: one that cannot be opened, or that a newer handrail made,
+    stops the command with why (`DatabaseUnavailable`, a `ConfigError`) instead of a traceback
+    in the server's start-up. The app's own start then finds the schema current."""
+    import asyncio
+    import logging.config
+
+    from .server.serving import log_config
+    from .store import Store
+
+    logging.config.dictConfig(log_config(log_level))
+
+    async def open_and_close() -> None:
+        store = await Store.open(
+            config.database_url, blob_dir=config.blob_dir, synchronous=config.sqlite_synchronous
+        )
+        await store.close()
+
+    asyncio.run(open_and_close())
 
 
 def _has_display() -> bool:
@@ -183,6 +220,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         # Before the app is made: a demo already running on the port stops this one here,
         # before it opens the database.
         sockets = listen(config.host, config.port)
+        _open_database(config, args.log_level)
         app = create_demo_app(database, config=config)
     except (ConfigError, OSError) as exc:
         for sock in sockets:
@@ -254,7 +292,7 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--log-level",
         default="warning",
         choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn's log level (default: warning)",
+        help="the log level of the server's lines, uvicorn's and handrail's (default: warning)",
     )
     parser.set_defaults(run=_run_demo)
 

@@ -29,6 +29,7 @@ __all__ = [
     "ConfigError",
     "ConfirmationExpired",
     "Conflict",
+    "DatabaseUnavailable",
     "DomainError",
     "FileNotFound",
     "Forbidden",
@@ -58,6 +59,12 @@ class HandrailError(Exception):
 
 class ConfigError(HandrailError):
     """A configuration that cannot work: the message names the field and the way forward."""
+
+
+class DatabaseUnavailable(ConfigError):
+    """The database cannot be opened (not reachable, not there, not a database) or is not one
+    this handrail can use (a newer handrail's schema): the message says why and the way
+    forward, with the URL's password hidden."""
 
 
 # --- domain errors ---------------------------------------------------------------------------

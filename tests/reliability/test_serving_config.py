@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import re
 import socket
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -114,13 +117,17 @@ class FakeServer:
 
 
 @pytest.fixture
-def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     FakeServer.configs = []
     FakeServer.listened = []
     monkeypatch.setattr("handrail.server.serving.Server", FakeServer)
-    for name in ("HANDRAIL_MODEL", "HANDRAIL_CONFIG"):
+    for name in ("HANDRAIL_MODEL", "HANDRAIL_CONFIG", "HANDRAIL_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    return FakeServer.configs
+    yield FakeServer.configs
+    # The commands configure handrail's loggers for the process they run in (this one).
+    handrail_log = logging.getLogger("handrail")
+    handrail_log.handlers.clear()
+    handrail_log.setLevel(logging.NOTSET)
 
 
 def test_handrail_serve_runs_the_guarded_protocol(
@@ -252,3 +259,54 @@ async def test_the_server_freezes_the_heap_once_the_app_has_started() -> None:
     assert at_startup == [0]
     assert frozen > 0
     assert young == YOUNG_COLLECTION_AFTER
+
+
+def test_a_database_that_cannot_be_opened_stops_serve_before_it_starts(
+    fake_server: list[Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = free_port()  # nothing listens there
+    config = tmp_path / "handrail.yaml"
+    config.write_text(
+        "users: [{id: alice, token: alice-token-0123456789}]\n"
+        "agents: [{name: helper, asks: true}]\n"
+        f"database_url: postgresql://handrail:a-secret-pw@127.0.0.1:{port}/app\n"
+    )
+    assert main(["serve", "--config", str(config), "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"handrail serve: Could not open the database postgresql://handrail:***@127.0.0.1:{port}"
+        "/app: [Errno 111] Connect call failed"
+    ), err
+    assert err.endswith(
+        "(the database must exist: createdb <name>).\n"
+        "  (the database is the config's database_url, or HANDRAIL_DATABASE_URL)\n"
+    ), err
+    assert "a-secret-pw" not in err
+    assert "Traceback" not in err
+    assert fake_server == []
+
+
+def test_a_database_a_newer_handrail_made_stops_the_demo(
+    fake_server: list[Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "demo" / "handrail.db"
+    args = ["demo", "--no-browser", "--database", str(database)]
+    assert main([*args, "--port", str(free_port()), "--log-level", "info"]) == 0
+    first = capsys.readouterr().err
+    # Opening a new database says so, in the server's log format (at the info level).
+    assert "INFO:     handrail.store: creating the database's tables (schema revision" in first
+    with sqlite3.connect(database) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0099'")
+    connection.close()
+    fake_server.clear()
+    assert main([*args, "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"handrail demo: The database sqlite:///{database} has handrail's schema at revision "
+        "'0099', which this handrail does not know"
+    ), err
+    assert "a newer handrail made it" in err
+    assert "Traceback" not in err
+    assert fake_server == []

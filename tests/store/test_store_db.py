@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -15,10 +18,17 @@ from sqlalchemy import Connection, event, insert, inspect, text
 
 from handrail._util import utc_now
 from handrail.connections import load_catalog
-from handrail.errors import ConfigError
+from handrail.errors import ConfigError, DatabaseUnavailable
 from handrail.store import Database, LocalBlobStore, Store, default_blob_dir
 from handrail.store.connections import ConnectionRepo
-from handrail.store.db import SQLITE_THREADS, alembic_config, all_rows, driver_url, row_count
+from handrail.store.db import (
+    SQLITE_THREADS,
+    alembic_config,
+    all_rows,
+    driver_url,
+    row_count,
+    schema_revisions,
+)
 from handrail.store.tables import connections, metadata
 
 #: The newest migration: `migrate` ends there.
@@ -342,3 +352,99 @@ async def test_migrating_sqlite_is_one_transaction(tmp_path: Path) -> None:
         assert seen == ["BEGIN IMMEDIATE", "COMMIT"] * 2
     finally:
         await db.close()
+
+
+def test_the_newest_revision_is_the_head() -> None:
+    assert schema_revisions()[-1] == HEAD
+    assert schema_revisions()[0] == "0001"
+
+
+def _migration_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    lines = [r.getMessage() for r in caplog.records if r.name == "handrail.store"]
+    caplog.clear()
+    return [re.sub(r"\(\d+\.\d s\)", "(N s)", line) for line in lines]
+
+
+async def test_migrating_says_what_it_does(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="handrail.store")
+    async with Database(database_url) as db:
+        await db.migrate()
+        assert _migration_lines(caplog) == [
+            f"creating the database's tables (schema revision {HEAD})",
+            f"the database's schema is at revision {HEAD} (N s)",
+        ]
+        await db.migrate()  # at the head: nothing to do, nothing said
+        assert _migration_lines(caplog) == []
+        await db.write(_to_0018)
+        caplog.clear()
+        await db.migrate()
+        assert _migration_lines(caplog) == [
+            f"upgrading the database's schema from revision 0018 to {HEAD}",
+            f"the database's schema is at revision {HEAD} (N s)",
+        ]
+
+
+def _set_revision(connection: Connection, revision: str) -> None:
+    connection.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
+
+
+async def test_a_schema_a_newer_handrail_made_is_refused(database_url: str) -> None:
+    async with Database(database_url) as db:
+        await db.migrate()
+        await db.write(_set_revision, "0099")
+        with pytest.raises(DatabaseUnavailable) as raised:
+            await db.migrate()
+        assert str(raised.value).endswith(
+            f"has handrail's schema at revision '0099', which this handrail does not know (its "
+            f"newest is '{HEAD}'): a newer handrail made it. Run that handrail (or a newer one) "
+            "on it, or give another database."
+        )
+        versions = await db.read(all_rows, text("SELECT version_num FROM alembic_version"))
+        assert [row[0] for row in versions] == ["0099"]  # left as it was
+
+
+async def test_a_file_that_is_no_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("These are my notes, not a database. " * 200)
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await Store.open(f"sqlite:///{path}", blob_dir=tmp_path / "files")
+    assert str(raised.value) == (
+        f"Could not open the database sqlite:///{path}: file is not a database. Give the path "
+        "of a handrail database file, or of a new one in a folder this user may write in."
+    )
+    assert path.read_text().startswith("These are my notes")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_postgresql_server_that_is_not_there_is_named_without_its_password() -> None:
+    port = _closed_port()
+    url = f"postgresql://handrail:pw-in-url@127.0.0.1:{port}/app?password=pw-in-query"
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await Store.open(url)
+    message = str(raised.value)
+    assert message.startswith(
+        f"Could not open the database postgresql://handrail:***@127.0.0.1:{port}/app?password=***: "
+    ), message
+    assert "Connect call failed" in message
+    assert message.endswith(
+        "Check that PostgreSQL runs at that host and port, and that the URL's user, password "
+        "and database are right (the database must exist: createdb <name>)."
+    )
+    assert "pw-in" not in message
+    assert "pw-in" not in repr(Database(url))
+
+
+@pytest.mark.usefixtures("postgres_cluster")
+async def test_a_postgresql_database_that_does_not_exist_says_so(
+    postgres_cluster: Any,
+) -> None:
+    url = str(postgres_cluster.url("no_such_database")).replace("+asyncpg", "", 1)
+    with pytest.raises(DatabaseUnavailable, match='database "no_such_database" does not exist'):
+        await Store.open(url)

@@ -41,6 +41,7 @@ not ``HEAD``, a body to come) and writes it with the body's first bytes. A strea
 from __future__ import annotations
 
 import asyncio
+import copy
 import errno
 import gc
 import json
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, cast
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from .._util import new_uuid4
@@ -510,9 +512,30 @@ def _why_not(error: OSError) -> str:
     return f"{error.strerror or error}."
 
 
+def log_config(log_level: str) -> dict[str, Any]:
+    """uvicorn's logging configuration, and handrail's loggers (``handrail.*``) beside it at
+    `log_level`: ``WARNING:  handrail.store: ...`` on standard error, as uvicorn's own lines."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["handrail"] = {
+        "()": "uvicorn.logging.DefaultFormatter",
+        "fmt": "%(levelprefix)s %(name)s: %(message)s",
+        "use_colors": None,
+    }
+    config["handlers"]["handrail"] = {
+        "formatter": "handrail",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    # Propagating too: a handler of the root logger (none in `handrail serve`; pytest's
+    # capture, an embedding program's) hears them as well.
+    config["loggers"]["handrail"] = {"handlers": ["handrail"], "level": log_level.upper()}
+    return config
+
+
 def uvicorn_config(app: Any, config: ServerConfig, *, log_level: str = "info") -> uvicorn.Config:
     """The uvicorn configuration that serves `app` on ``config.host`` and ``config.port``
-    with the connection guards of `config`."""
+    with the connection guards of `config`; handrail's own log lines go with uvicorn's
+    (`log_config`)."""
     import uvicorn
 
     return uvicorn.Config(
@@ -520,6 +543,7 @@ def uvicorn_config(app: Any, config: ServerConfig, *, log_level: str = "info") -
         host=config.host,
         port=config.port,
         log_level=log_level,
+        log_config=log_config(log_level),
         http=guarded_protocol(ConnectionLimits.of(config)),
         ws="none",  # no route takes a WebSocket
     )

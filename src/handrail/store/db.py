@@ -60,13 +60,15 @@ from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, ExceptionContext, Row, create_engine, event, pool, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
-from handrail.errors import ConfigError
+from handrail.errors import ConfigError, DatabaseUnavailable, HandrailError
 from handrail.store._types import stored_json_text
 from handrail.store.greenlets import spawn
 from handrail.store.kept import Kept, in_transaction, roll_back_after
@@ -85,6 +87,8 @@ __all__ = [
     "first_row",
     "may_have_committed",
     "row_count",
+    "schema_revisions",
+    "shown_url",
     "unsynced",
     "without_values",
 ]
@@ -192,10 +196,69 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
-def _upgrade_to_head(connection: Connection) -> None:
+@functools.cache
+def schema_revisions() -> tuple[str, ...]:
+    """handrail's schema revisions, oldest first: the last is the newest ("head")."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return tuple(reversed([revision.revision for revision in script.walk_revisions()]))
+
+
+def _schema_revision(connection: Connection) -> str | None:
+    """The database's schema revision: None for a new (or not yet migrated) database."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _upgrade_to_head(connection: Connection, opened: list[bool]) -> None:
+    """Bring the schema to the head, under the migration lock (PostgreSQL) or in one immediate
+    transaction (SQLite), so that one process migrates and the others then find it done.
+    `opened` gets True once the database answered (what fails before is the opening's)."""
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+    current, revisions = _schema_revision(connection), schema_revisions()
+    opened.append(True)
+    head = revisions[-1]
+    if current == head:
+        return
+    if current is not None and current not in revisions:
+        url = shown_url(connection.engine.url)
+        raise DatabaseUnavailable(
+            f"The database {url} has handrail's schema at revision {current!r}, which this "
+            f"handrail does not know (its newest is {head!r}): a newer handrail made it. Run "
+            "that handrail (or a newer one) on it, or give another database."
+        )
+    start = time.monotonic()
+    if current is None:
+        log.info("creating the database's tables (schema revision %s)", head)
+    else:
+        log.info("upgrading the database's schema from revision %s to %s", current, head)
     command.upgrade(alembic_config(connection), "head")
+    log.info("the database's schema is at revision %s (%.1f s)", head, time.monotonic() - start)
+
+
+def shown_url(url: URL) -> str:
+    """`url` to show a person, as they would write it (``postgresql://``, no driver): its
+    password, and any query value named like one, hidden."""
+    query = {key: "***" if "password" in key.lower() else value for key, value in url.query.items()}
+    shown = url.set(drivername=url.get_backend_name(), query=query)
+    return shown.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+
+def _open_failed(url: URL, exc: BaseException) -> DatabaseUnavailable:
+    reason = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    reason_text = str(reason).strip().rstrip(".") or type(reason).__name__
+    if url.get_backend_name() == "sqlite":
+        fix = (
+            "Give the path of a handrail database file, or of a new one in a folder this user "
+            "may write in."
+        )
+    else:
+        fix = (
+            "Check that PostgreSQL runs at that host and port, and that the URL's user, "
+            "password and database are right (the database must exist: createdb <name>)."
+        )
+    return DatabaseUnavailable(
+        f"Could not open the database {shown_url(url)}: {reason_text}. {fix}"
+    )
 
 
 # --- one-statement operations, for `Database.read` and `Database.write` -----------------------
@@ -1010,8 +1073,19 @@ class Database:
             raise
 
     async def migrate(self) -> None:
-        """Bring the schema to the newest revision. A no-op when it is there already."""
-        await self._run(self.engine, True, _upgrade_to_head, (), alone=True)
+        """Bring the schema to the newest revision. A no-op when it is there already.
+
+        Raises `DatabaseUnavailable` when the database cannot be opened or read, and when a
+        newer handrail made its schema (a revision this one does not know)."""
+        opened: list[bool] = []
+        try:
+            await self._run(self.engine, True, _upgrade_to_head, (opened,), alone=True)
+        except HandrailError:
+            raise
+        except Exception as exc:
+            if opened:  # a migration failed: its own error, as it is
+                raise
+            raise _open_failed(self.url, exc) from exc
 
     async def close(self) -> None:
         """Close every pooled connection (and, on SQLite, the worker threads)."""
@@ -1042,4 +1116,4 @@ class Database:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"Database({self.url.render_as_string(hide_password=True)!r})"
+        return f"Database({shown_url(self.url)!r})"
