@@ -80,6 +80,7 @@ def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _run_serve(args: argparse.Namespace) -> int:
     # Imported here so that other commands never pay for the server's dependencies.
+    from .connections.secrets import SecretBox
     from .errors import ConfigError
     from .server.config import default_config, load_config
 
@@ -94,6 +95,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         if args.port is not None:
             config.port = args.port
         config.check_models()
+        SecretBox.from_env()  # a HANDRAIL_SECRET_KEY that is no key stops here
     except ConfigError as exc:
         print(f"handrail serve: {exc}", file=sys.stderr)
         return 2
@@ -208,6 +210,7 @@ def _has_display() -> bool:
 def _run_demo(args: argparse.Namespace) -> int:
     # Imported here so that other commands never pay for the server's dependencies.
 
+    from .connections.secrets import SecretBox
     from .demo.app import create_demo_app, demo_config
     from .errors import ConfigError
     from .server.serving import Server, listen, uvicorn_config
@@ -217,6 +220,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         config = demo_config(database, host=args.host, port=args.port)
         config.check_models()
+        SecretBox.from_env()  # a HANDRAIL_SECRET_KEY that is no key stops here
         # Before the app is made: a demo already running on the port stops this one here,
         # before it opens the database.
         sockets = listen(config.host, config.port)

@@ -310,3 +310,68 @@ def test_a_database_a_newer_handrail_made_stops_the_demo(
     assert "a newer handrail made it" in err
     assert "Traceback" not in err
     assert fake_server == []
+
+
+def test_a_secret_key_that_is_no_key_stops_serve_before_it_starts(
+    fake_server: list[Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HANDRAIL_TOKEN", "serve-token-0123456789")
+    monkeypatch.setenv("HANDRAIL_SECRET_KEY", "not-a-key")
+    assert main(["serve", "--port", str(free_port())]) == 2
+    assert capsys.readouterr().err.startswith(
+        "handrail serve: HANDRAIL_SECRET_KEY is not a Fernet key (32 bytes as URL-safe base64). "
+        "Set HANDRAIL_SECRET_KEY to a key made with `handrail secret-key`"
+    )
+    assert fake_server == []
+    assert list(tmp_path.iterdir()) == []  # no database made
+
+
+async def _start_up(app: Any) -> list[dict[str, Any]]:
+    """Run `app`'s lifespan start-up as a server does: what it sent back."""
+    sent: list[dict[str, Any]] = []
+    incoming = [{"type": "lifespan.startup"}]
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop()
+        await asyncio.Event().wait()  # never a shutdown: the start-up fails first
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    with pytest.raises(Exception):  # noqa: B017, PT011 (re-raised after it is reported)
+        await app(scope, receive, send)
+    return sent
+
+
+async def test_a_start_up_that_fails_on_a_config_error_reports_its_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An app served by another program (or a key that goes bad between check and start):
+    # the server's log says the message, which names the way forward, not a traceback.
+    from handrail.server.app import create_app
+
+    config = ServerConfig.from_mapping(
+        {**BASE, "database_url": f"sqlite:///{tmp_path / 'h.db'}"}, env={}
+    )
+    monkeypatch.setenv("HANDRAIL_SECRET_KEY", "not-a-key")
+    [failed] = await _start_up(create_app(config))
+    assert failed["type"] == "lifespan.startup.failed"
+    assert failed["message"].startswith("HANDRAIL_SECRET_KEY is not a Fernet key")
+
+    # Any other error keeps its traceback, for whoever has to fix it.
+    monkeypatch.delenv("HANDRAIL_SECRET_KEY")
+
+    async def broken(*_args: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("handrail.server.app.ConnectionHub.start", broken)
+    [failed] = await _start_up(create_app(config))
+    assert failed["message"].startswith("Traceback (most recent call last):")
+    assert failed["message"].rstrip().endswith("RuntimeError: a bug")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any, Final
@@ -50,6 +51,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._util import new_uuid4
+from ..errors import ConfigError
 from ..store import connection_lost
 from .bodies import unstorable_text, url_text_problems
 from .dispatch import RouteIndex
@@ -226,6 +228,9 @@ class HandrailAPI(FastAPI):
         return app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await super().__call__(scope, receive, _config_errors_said(send))
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
@@ -237,6 +242,23 @@ class HandrailAPI(FastAPI):
         if self.middleware_stack is None:
             self.middleware_stack = self.build_middleware_stack()
         await self.middleware_stack(scope, receive, send)
+
+
+def _config_errors_said(send: Send) -> Send:
+    """`send` for the lifespan, where a start-up that fails on a `ConfigError` (a bad
+    HANDRAIL_SECRET_KEY, a database that cannot be opened, ...) is reported with its message,
+    which names the way forward, instead of Starlette's traceback: the server's log then reads
+    ``ERROR:    <message>``. Any other error keeps its traceback."""
+
+    async def said(message: Message) -> None:
+        if message["type"] in ("lifespan.startup.failed", "lifespan.shutdown.failed"):
+            # Starlette sends this from inside its `except` block: the error is the one handled.
+            error = sys.exc_info()[1]
+            if isinstance(error, ConfigError):
+                message = {**message, "message": str(error)}
+        await send(message)
+
+    return said
 
 
 # --- routes ------------------------------------------------------------------------------------
