@@ -15,17 +15,17 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from doc_snippets import fenced_blocks, matches
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 #: The docs with Python examples.
-WITH_PYTHON = [p for p in DOCS if _FENCE.search(p.read_text(encoding="utf-8"))]
+WITH_PYTHON = [p for p in DOCS if fenced_blocks(p.read_text(encoding="utf-8"), "python")]
 
 #: (file, a line of the block) -> why the block is not run.
 NOT_RUN = {
@@ -34,12 +34,6 @@ NOT_RUN = {
         "a fragment of the reader's own async code, with its open `store`"
     ),
 }
-
-
-def _blocks(path: Path) -> list[tuple[int, str]]:
-    """The ```python blocks of `path`: (the line of the fence, the code)."""
-    text = path.read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _FENCE.finditer(text)]
 
 
 def _not_run(name: str, code: str) -> str | None:
@@ -60,12 +54,6 @@ def _expected(lines: list[str], node: ast.stmt) -> str | None:
             break
         under.append(line[1:])
     return "\n".join(under) if under else None
-
-
-def _matches(expected: str, actual: str) -> bool:
-    squeeze = re.compile(r"\s+")
-    parts = [re.escape(squeeze.sub("", part)) for part in expected.split("...")]
-    return re.fullmatch(".*?".join(parts), squeeze.sub("", actual), flags=re.DOTALL) is not None
 
 
 def _is_print(node: ast.stmt) -> bool:
@@ -91,7 +79,7 @@ def _run(code: str, where: str, namespace: dict[str, Any]) -> list[str]:
             else:
                 exec(compile(ast.Module([node], type_ignores=[]), where, "exec"), namespace)
                 actual = out.getvalue()
-        if expected is not None and not _matches(expected, actual):
+        if expected is not None and not matches(expected, actual):
             failures.append(
                 f"{where}, line {node.lineno}: {ast.get_source_segment(code, node)}\n"
                 f"  the docs say: {expected.strip()}\n  it gives:     {actual.strip()}"
@@ -104,7 +92,7 @@ def test_the_python_examples_run_as_written(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = str(path.relative_to(ROOT))
-    blocks = _blocks(path)
+    blocks = fenced_blocks(path.read_text(encoding="utf-8"), "python")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "__docs__"}
     failures = []
