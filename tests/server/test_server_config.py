@@ -347,3 +347,33 @@ async def test_the_server_s_sqlite_commits_are_as_durable_as_configured(
         store = app.state.store
         level = await store.db.write(lambda c: c.execute(text("PRAGMA synchronous")).scalar())
     assert level == expected
+
+
+def test_a_process_adapter_whose_command_is_no_program_is_a_config_error(tmp_path: Path) -> None:
+    def config(command: str) -> ServerConfig:
+        return ServerConfig.from_mapping(
+            {
+                "users": [{"id": "a", "token": "t"}],
+                "agents": [
+                    {"name": "helper"},
+                    {"name": "outside", "adapter": {"type": "process", "command": command}},
+                ],
+            },
+            env={},
+        )
+
+    with pytest.raises(ConfigError) as raised:
+        config("no-such-program-here").check_models()
+    assert str(raised.value) == (
+        "agents[1].adapter.command: 'no-such-program-here' is not a program this server can run "
+        "(not on the PATH, or not an executable file). Give its full path, such as "
+        "/usr/bin/python3, or install it."
+    )
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(ConfigError, match="not a program this server can run"):
+        config(str(script)).check_models()  # there, but not executable
+    script.chmod(0o755)
+    config(str(script)).check_models()
+    config(sys.executable).check_models()
+    config("sh").check_models()  # found on the PATH

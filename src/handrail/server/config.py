@@ -55,6 +55,7 @@ from ..asks.limits import DEFAULT_MAX_FILE_SIZE, FILES_MAX
 from ..errors import ConfigError
 from ..runtime.agent import Agent
 from ..runtime.models import DEFAULT_MODEL, model_from_name
+from ..runtime.models.adapters import ProcessAdapter
 from ..runtime.page_tools import DEFAULT_PAGE_TOOL_TIMEOUT
 from ..runtime.recovery import DEFAULT_LEASE_S
 from ..store.db import driver_url
@@ -397,10 +398,18 @@ class ServerConfig:
 
     def check_models(self) -> None:
         """Build each agent's model once, so that a bad model name or a missing API key stops
-        the start-up with a `ConfigError` naming the setting."""
+        the start-up with a `ConfigError` naming the setting; and so does a process adapter
+        whose command is no program this server can run."""
         for index, agent in enumerate(self.agents):
-            if agent.adapter is not None:
-                continue  # run by its adapter, not a model
+            if agent.adapter is not None:  # run by its adapter, not a model
+                problem = (
+                    agent.adapter.unstartable()
+                    if isinstance(agent.adapter, ProcessAdapter)
+                    else None
+                )
+                if problem is not None:
+                    raise ConfigError(f"agents[{index}].adapter.command: {problem}")
+                continue
             name = agent.model or self.model
             try:
                 model_from_name(name)

@@ -358,6 +358,17 @@ class ProcessAdapter(_Adapter):
     def label(self) -> str:
         return f"process adapter of the agent {self.agent} ({Path(self.command).name})"
 
+    def unstartable(self) -> str | None:
+        """Why `command` cannot be run (not on the PATH the process gets, nor an executable
+        file), with the way forward; None when it can. Checked before a server starts."""
+        path = child_environment(self._env).get("PATH")
+        if shutil.which(self.command, path=path) is not None:
+            return None
+        return (
+            f"{self.command!r} is not a program this server can run (not on the PATH, or not "
+            "an executable file). Give its full path, such as /usr/bin/python3, or install it."
+        )
+
     async def _exchange(self, body: dict[str, Any], snapshot: Snapshot | None) -> bytes:
         folder = tempfile.mkdtemp(prefix="handrail-instructions-")
         try:
