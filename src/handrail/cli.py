@@ -110,15 +110,11 @@ def _run_serve(args: argparse.Namespace) -> int:
         print(f"handrail serve: {exc}", file=sys.stderr)
         return 2
     try:
-        _open_database(config, args.log_level)
+        _open_store(config, args.log_level, settings=True)
     except (ConfigError, OSError) as exc:
         for sock in sockets:
             sock.close()
-        print(
-            f"handrail serve: {exc}\n  (the database is the config's database_url, or "
-            "HANDRAIL_DATABASE_URL)",
-            file=sys.stderr,
-        )
+        print(f"handrail serve: {exc}", file=sys.stderr)
         return 2
     app = create_app(config)
     where = f"http://{config.host}:{config.port}{config.api_prefix}"
@@ -177,26 +173,45 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=_run_serve)
 
 
-def _open_database(config: ServerConfig, log_level: str) -> None:
+def _open_store(config: ServerConfig, log_level: str, *, settings: bool) -> None:
     """Open the configured database once and bring its schema up to date (logging what it
-    does), before the server starts: one that cannot be opened, or that a newer handrail made,
-    stops the command with why (`DatabaseUnavailable`, a `ConfigError`) instead of a traceback
-    in the server's start-up. The app's own start then finds the schema current."""
+    does), and check that the upload folder can be made and written, before the server
+    starts: a database that cannot be opened or that a newer handrail made, or an upload folder
+    that cannot be used, stops the command with why (a `ConfigError`; with `settings`, the
+    setting to change on a line of its own) instead of a traceback in the server's start-up or
+    a failed upload later. The app's own start then finds the schema current."""
     import asyncio
     import logging.config
 
+    from .errors import ConfigError, DatabaseUnavailable
     from .server.serving import log_config
-    from .store import Store
+    from .store import LocalBlobStore, Store, default_blob_dir
 
     logging.config.dictConfig(log_config(log_level))
 
+    def said(exc: ConfigError, setting: str) -> ConfigError:
+        return ConfigError(f"{exc}\n  ({setting})" if settings else str(exc))
+
+    blobs = LocalBlobStore(
+        config.blob_dir if config.blob_dir is not None else default_blob_dir(config.database_url)
+    )
+    try:
+        blobs.check()  # first: it changes nothing but the folder it makes
+    except ConfigError as exc:
+        where = "the upload folder is the config's blob_dir, or HANDRAIL_BLOB_DIR"
+        raise said(exc, where) from None
+
     async def open_and_close() -> None:
         store = await Store.open(
-            config.database_url, blob_dir=config.blob_dir, synchronous=config.sqlite_synchronous
+            config.database_url, blobs=blobs, synchronous=config.sqlite_synchronous
         )
         await store.close()
 
-    asyncio.run(open_and_close())
+    try:
+        asyncio.run(open_and_close())
+    except DatabaseUnavailable as exc:
+        where = "the database is the config's database_url, or HANDRAIL_DATABASE_URL"
+        raise said(exc, where) from None
 
 
 def _has_display() -> bool:
@@ -224,12 +239,19 @@ def _run_demo(args: argparse.Namespace) -> int:
         # Before the app is made: a demo already running on the port stops this one here,
         # before it opens the database.
         sockets = listen(config.host, config.port)
-        _open_database(config, args.log_level)
+        _open_store(config, args.log_level, settings=False)
         app = create_demo_app(database, config=config)
     except (ConfigError, OSError) as exc:
         for sock in sockets:
             sock.close()
-        print(f"handrail demo: {exc}", file=sys.stderr)
+        if isinstance(exc, OSError) and exc.filename is not None:
+            print(
+                f"handrail demo: {exc.filename}: {exc.strerror}. Give --database a path in a "
+                "folder this user may create and write in.",
+                file=sys.stderr,
+            )
+        else:
+            print(f"handrail demo: {exc}", file=sys.stderr)
         return 2
 
     url = f"http://{config.host}:{config.port}/"

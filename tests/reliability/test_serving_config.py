@@ -375,3 +375,23 @@ async def test_a_start_up_that_fails_on_a_config_error_reports_its_message(
     [failed] = await _start_up(create_app(config))
     assert failed["message"].startswith("Traceback (most recent call last):")
     assert failed["message"].rstrip().endswith("RuntimeError: a bug")
+
+
+def test_an_upload_folder_that_cannot_be_used_stops_serve_before_it_starts(
+    fake_server: list[Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    config = tmp_path / "handrail.yaml"
+    config.write_text(
+        "users: [{id: alice, token: alice-token-0123456789}]\n"
+        "agents: [{name: helper, asks: true}]\n"
+        f"database_url: sqlite:///{tmp_path / 'handrail.db'}\n"
+        f"blob_dir: {tmp_path / 'a-file' / 'files'}\n"
+    )
+    assert main(["serve", "--config", str(config), "--port", str(free_port())]) == 2
+    assert capsys.readouterr().err == (
+        f"handrail serve: The upload folder {tmp_path / 'a-file' / 'files'} cannot be used: Not "
+        "a directory. Give a folder this user may create and write in.\n"
+        "  (the upload folder is the config's blob_dir, or HANDRAIL_BLOB_DIR)\n"
+    )
+    assert fake_server == []

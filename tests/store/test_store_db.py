@@ -417,6 +417,16 @@ async def test_a_file_that_is_no_database_is_refused(tmp_path: Path) -> None:
     assert path.read_text().startswith("These are my notes")
 
 
+async def test_a_sqlite_file_whose_folder_cannot_be_made_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    url = f"sqlite:///{tmp_path / 'a-file' / 'handrail.db'}"
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await Store.open(url, blob_dir=tmp_path / "files")
+    assert str(raised.value).startswith(
+        f"Could not open the database {url}: File exists ({tmp_path / 'a-file'}). Give the path"
+    )
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

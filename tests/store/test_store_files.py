@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from handrail.errors import NotFound
+from handrail.errors import ConfigError, NotFound
 from handrail.store import BlobMissing, BlobStore, LocalBlobStore, Store
 from handrail.store.db import first_row
 from handrail.store.tables import files
@@ -171,3 +171,18 @@ async def test_an_insert_refused_removes_the_bytes(
     monkeypatch.undo()
     with pytest.raises(BlobMissing):
         await store.blobs.get("a" * 24)
+
+
+def test_an_upload_folder_is_checked_before_it_is_used(tmp_path: Path) -> None:
+    folder = tmp_path / "new" / "files"
+    LocalBlobStore(folder).check()
+    assert folder.is_dir()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert list(folder.iterdir()) == []  # the write's file is gone
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(ConfigError) as raised:
+        LocalBlobStore(tmp_path / "a-file" / "files").check()
+    assert str(raised.value) == (
+        f"The upload folder {tmp_path / 'a-file' / 'files'} cannot be used: Not a directory. "
+        "Give a folder this user may create and write in."
+    )

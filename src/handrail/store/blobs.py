@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
-from handrail.errors import HandrailError
+from handrail.errors import ConfigError, HandrailError
 
 __all__ = [
     "BlobEntry",
@@ -127,6 +127,20 @@ class LocalBlobStore:
     def path(self, key: str) -> Path:
         """The file that holds `key`."""
         return self.root / check_blob_key(key)
+
+    def check(self) -> None:
+        """Make the folder when missing and write a file in it, so that a folder that cannot
+        be used stops a server's start (`ConfigError`, saying why) rather than its uploads."""
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # A put's temporary name: one a crash leaves is swept like theirs.
+            with tempfile.NamedTemporaryFile(dir=self.root, prefix=TEMP_PREFIX):
+                pass
+        except OSError as exc:
+            raise ConfigError(
+                f"The upload folder {self.root} cannot be used: {exc.strerror or exc}. Give a "
+                "folder this user may create and write in."
+            ) from None
 
     async def put(self, key: str, data: bytes) -> None:
         path = self.path(key)

@@ -245,7 +245,10 @@ def shown_url(url: URL) -> str:
 
 def _open_failed(url: URL, exc: BaseException) -> DatabaseUnavailable:
     reason = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    reason_text = str(reason).strip().rstrip(".") or type(reason).__name__
+    if isinstance(reason, OSError) and reason.filename is not None:
+        reason_text = f"{reason.strerror or type(reason).__name__} ({reason.filename})"
+    else:
+        reason_text = str(reason).strip().rstrip(".") or type(reason).__name__
     if url.get_backend_name() == "sqlite":
         fix = (
             "Give the path of a handrail database file, or of a new one in a folder this user "
@@ -608,7 +611,10 @@ class Database:
         memory = not database or database == ":memory:"
         if not memory and database and not database.startswith("file:"):
             # A new SQLite file's folder is made for it, as the file itself would be.
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _open_failed(self.url, exc) from exc
         options: dict[str, Any] = {
             "connect_args": {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
             "echo": echo,
