@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 import types
@@ -13,6 +14,7 @@ import pytest
 from server_helpers import config_for
 from sqlalchemy import text
 
+from handrail import __version__
 from handrail.cli import main
 from handrail.errors import ConfigError
 from handrail.runtime.agent import Agent
@@ -333,6 +335,16 @@ class TestServeCommand:
     def test_help_lists_serve(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["--help"]) == 0
         assert "serve" in capsys.readouterr().out
+
+    def test_python_dash_m_handrail_is_the_command(self) -> None:
+        run = subprocess.run(
+            [sys.executable, "-m", "handrail", "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert (run.returncode, run.stdout, run.stderr) == (0, f"handrail {__version__}\n", "")
 
 
 @pytest.mark.parametrize(("setting", "expected"), [(None, 2), ("NORMAL", 1)])
