@@ -264,8 +264,10 @@ async def test_the_server_freezes_the_heap_once_the_app_has_started() -> None:
 def test_a_database_that_cannot_be_opened_stops_serve_before_it_starts(
     fake_server: list[Any],
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # the upload folder's default is relative: handrail-files
     port = free_port()  # nothing listens there
     config = tmp_path / "handrail.yaml"
     config.write_text(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, event, insert, inspect, text
 
+from demo_server import free_port
 from handrail._util import utc_now
 from handrail.connections import load_catalog
 from handrail.errors import ConfigError, DatabaseUnavailable
@@ -427,14 +427,8 @@ async def test_a_sqlite_file_whose_folder_cannot_be_made_is_refused(tmp_path: Pa
     )
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_a_postgresql_server_that_is_not_there_is_named_without_its_password() -> None:
-    port = _closed_port()
+    port = free_port()  # nothing listens there
     url = f"postgresql://handrail:pw-in-url@127.0.0.1:{port}/app?password=pw-in-query"
     with pytest.raises(DatabaseUnavailable) as raised:
         await Store.open(url)
@@ -451,7 +445,6 @@ async def test_a_postgresql_server_that_is_not_there_is_named_without_its_passwo
     assert "pw-in" not in repr(Database(url))
 
 
-@pytest.mark.usefixtures("postgres_cluster")
 async def test_a_postgresql_database_that_does_not_exist_says_so(
     postgres_cluster: Any,
 ) -> None:
