@@ -100,7 +100,7 @@ async def test_a_command_that_cannot_run_is_an_error_with_the_way_forward() -> N
     try:
         assert broken.state == "error"
         assert broken.message is not None
-        assert broken.message.startswith("the command '/no/such/server' cannot be run")
+        assert broken.message.startswith("The command '/no/such/server' cannot be run")
         with pytest.raises(McpCallFailed, match="an admin can fix it"):
             await broken.call("echo", {})
     finally:

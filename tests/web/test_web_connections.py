@@ -67,3 +67,23 @@ def test_an_admin_adds_a_connection_in_the_ui(
             for connection in api.get("/connections").json()["data"]:
                 if re.fullmatch(r"[0-9a-f]{24}", connection["id"]):
                     api.delete(f"/connections/{connection['id']}")
+
+
+#: For each tool table's names and class badges: whether it sits on one line.
+_WHOLE = """
+() => [...document.querySelectorAll('.tool-table code, .tool-table .badge')].map((el) => {
+  const size = parseFloat(getComputedStyle(el).fontSize);
+  return [el.textContent, el.getClientRects().length === 1
+    && el.getBoundingClientRect().height < size * 2];
+})
+"""
+
+
+def test_the_tool_tables_keep_names_and_classes_whole(app: App) -> None:
+    # `publish_note` cut into "publish_no / te" and "READ- / ONLY" in two lines made the
+    # tables hard to read at a laptop's width: each name and class stays on one line.
+    app.sign_in_as("admin", "/connections")
+    expect(app.page.locator(".tool-table code", has_text="publish_note").first).to_be_visible()
+    whole = app.page.evaluate(_WHOLE)
+    assert len(whole) > 10
+    assert [text for text, one_line in whole if not one_line] == []

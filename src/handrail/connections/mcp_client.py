@@ -375,9 +375,10 @@ class McpLink:
             reason = f"{where} refused the connection ({exc.error.message})"
         else:
             reason = f"{where} failed ({type(exc).__name__}: {exc})"
+        # A sentence for the Connections page: "The command 'x' cannot be run (...)".
         text = (
-            f"{reason}. Check the connection's settings (command, URL, secrets) and that the "
-            "server runs, then refresh the connection."
+            f"{reason[:1].upper()}{reason[1:]}. Check the connection's settings (command, URL, "
+            "secrets) and that the server runs, then refresh the connection."
         )
         return mask(text, self._secrets)
 
