@@ -194,3 +194,36 @@ def test_the_audit_page_fits_a_phone(phone: App, demo_server: DemoServer) -> Non
     width = phone.page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"/audit scrolls sideways at 360px ({width}px wide)"
     phone.shoot("phone-audit")
+
+
+def test_a_connections_changes_read_as_words_in_the_audit(
+    app: App, demo_server: DemoServer
+) -> None:
+    # A connection's records listed its fields' JSON names ("changed app, name, ...,
+    # agentInstructions"): they say which connection, and what changed, in words.
+    with demo_server.api("admin") as api:
+        created = api.post("/connections", json={"app": "notes", "name": "Audited notes"})
+        created.raise_for_status()
+        connection_id = created.json()["data"]["id"]
+        api.patch(
+            f"/connections/{connection_id}",
+            json={
+                "name": "Renamed notes",
+                "trusted": True,
+                "overrides": {"add_note": "consequential"},
+            },
+        ).raise_for_status()
+        api.delete(f"/connections/{connection_id}").raise_for_status()
+    app.sign_in_as("admin", "/audit")
+    table = app.page.locator("table.audit-table[data-loaded]")
+
+    def details(action: str) -> str:
+        row = table.locator(f"tr.audit-record[data-action='{action}']").first
+        return str(row.locator("td[data-label='Details']").inner_text())
+
+    assert details("connection.created") == "“Audited notes”, the notes app · not trusted"
+    assert details("connection.updated") == (
+        "changed name to “Renamed notes”, trusted it, tool classes"
+    )
+    assert details("connection.deleted") == "“Renamed notes”"
+    expect(table).not_to_contain_text("agentInstructions")

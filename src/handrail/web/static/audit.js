@@ -57,11 +57,51 @@ export function detailOf(record) {
     if (c.edit && c.edit.fields) parts.push(`edited ${c.edit.fields.join(", ")}`);
     if (c.scope) parts.push(`for ${c.scope}`);
     if (c.approvals !== undefined) parts.push(`${c.approvals} of ${c.quorum} approvals`);
-  } else {
-    const names = Object.keys(c).filter((k) => k !== "secrets");
-    if (names.length) parts.push(`changed ${names.join(", ")}`);
+  } else if (record.action.startsWith("connection.")) {
+    parts.push(...connectionDetail(record.action, c));
   }
   return parts.filter(Boolean).join(" · ");
+}
+
+/** What a connection's change is called on the page (its fields in the record's `changes`). */
+const CONNECTION_FIELDS = {
+  name: "name",
+  settings: "settings",
+  trusted: "trust",
+  agents: "its agents",
+  overrides: "tool classes",
+  approvals: "approvers",
+  agentInstructions: "instructions",
+  timeout: "timeout",
+  mcp: "server command",
+  protocol: "protocol",
+};
+
+function secretsDetail(secrets) {
+  const parts = [];
+  if (secrets && secrets.set && secrets.set.length) parts.push(`secrets set: ${secrets.set.join(", ")}`);
+  if (secrets && secrets.removed && secrets.removed.length) parts.push(`secrets removed: ${secrets.removed.join(", ")}`);
+  return parts;
+}
+
+/** A connection record's details in words: which connection, and what changed (the new name,
+ * the trust given or taken back, the other fields by name). */
+function connectionDetail(action, c) {
+  if (action === "connection.created") {
+    const app = c.app && c.app !== "custom" ? `the ${c.app} app` : "a custom connection";
+    return [`“${c.name}”, ${app}`, c.trusted ? "trusted" : "not trusted", ...secretsDetail(c.secrets)];
+  }
+  if (action === "connection.deleted") return [c.name ? `“${c.name}”` : ""];
+  if (action === "connection.refreshed") return [typeof c.toolCount === "number" ? `${c.toolCount} tool${c.toolCount === 1 ? "" : "s"}` : ""];
+  if (action !== "connection.updated") return [];
+  const changed = [];
+  for (const [key, label] of Object.entries(CONNECTION_FIELDS)) {
+    if (!(key in c)) continue;
+    if (key === "name") changed.push(`name to “${c.name}”`);
+    else if (key === "trusted") changed.push(c.trusted ? "trusted it" : "took its trust back");
+    else changed.push(label);
+  }
+  return [changed.length ? `changed ${changed.join(", ")}` : "", ...secretsDetail(c.secrets)];
 }
 
 function isoOf(local) {
@@ -232,8 +272,12 @@ export function auditPage(main, ctx) {
         "div",
         { class: "toolbar" },
         status,
-        h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => download("jsonl") }, "Download JSON Lines"),
-        h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => download("csv") }, "Download CSV"),
+        h(
+          "div",
+          { class: "button-row" },
+          h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => download("jsonl") }, "Download JSON Lines"),
+          h("button", { class: "btn btn-secondary btn-small", type: "button", onclick: () => download("csv") }, "Download CSV"),
+        ),
       ),
       table,
       more,
