@@ -37,6 +37,12 @@ def test_the_inbox_answers_choice_form_and_files_in_place(
     app.sign_in_as("bob", "/inbox")
     page = app.page
     said = page.locator(".inbox-said")
+    # The title is underlined as the link it is; the kind's badge beside it is not.
+    link = page.locator(f'.inbox-item[data-history-id="{choice}"] .inbox-link')
+    lines = link.evaluate(
+        "a => [a, a.querySelector('.inbox-title')].map(e => getComputedStyle(e).textDecorationLine)"
+    )
+    assert lines == ["none", "underline"]
 
     def open_card(history_id: str) -> tuple[Locator, Locator]:
         item = page.locator(f'.inbox-item[data-history-id="{history_id}"]')
