@@ -213,6 +213,7 @@ def test_a_connections_changes_read_as_words_in_the_audit(
                 "overrides": {"add_note": "consequential"},
             },
         ).raise_for_status()
+        api.post(f"/connections/{connection_id}/instructions/reset").raise_for_status()
         api.delete(f"/connections/{connection_id}").raise_for_status()
     app.sign_in_as("admin", "/audit")
     table = app.page.locator("table.audit-table[data-loaded]")
@@ -226,4 +227,5 @@ def test_a_connections_changes_read_as_words_in_the_audit(
         "changed name to “Renamed notes”, trusted it, tool classes"
     )
     assert details("connection.deleted") == "“Renamed notes”"
+    assert details("connection.instructions.reset") == "instructions from the app's template"
     expect(table).not_to_contain_text("agentInstructions")

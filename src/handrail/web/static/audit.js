@@ -93,6 +93,8 @@ function connectionDetail(action, c) {
   }
   if (action === "connection.deleted") return [c.name ? `“${c.name}”` : ""];
   if (action === "connection.refreshed") return [typeof c.toolCount === "number" ? `${c.toolCount} tool${c.toolCount === 1 ? "" : "s"}` : ""];
+  if (action === "connection.authorized") return [typeof c.signIn === "string" ? `now ${c.signIn}` : ""];
+  if (action === "connection.instructions.reset") return ["instructions from the app's template"];
   if (action !== "connection.updated") return [];
   const changed = [];
   for (const [key, label] of Object.entries(CONNECTION_FIELDS)) {
