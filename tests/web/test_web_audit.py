@@ -229,3 +229,21 @@ def test_a_connections_changes_read_as_words_in_the_audit(
     assert details("connection.deleted") == "“Renamed notes”"
     assert details("connection.instructions.reset") == "instructions from the app's template"
     expect(table).not_to_contain_text("agentInstructions")
+
+
+def test_an_approvals_standing_yes_reads_as_its_button_says(app: App) -> None:
+    # "for conversation" / "for always": the scope's own values. The page's words come from
+    # the page's module, run in the browser as the page runs it.
+    app.sign_in_as("alice", "/audit")
+    said = app.page.evaluate(
+        """() => import('/static/audit.js').then(({ detailOf }) => [
+          detailOf({ action: 'gate.approved', changes: { via: 'web', scope: 'conversation' } }),
+          detailOf({ action: 'gate.approved', changes: { via: 'watch', scope: 'always' } }),
+          detailOf({ action: 'gate.approved', changes: { via: 'link' } }),
+        ])"""
+    )
+    assert said == [
+        "from the web app · for this conversation",
+        "from the watch · always for this tool",
+        "from an email link",
+    ]

@@ -29,6 +29,9 @@ const ACTIONS = {
   "connection.instructions.reset": "Instructions reset",
 };
 
+/** An approval's standing yes, as the approval's buttons name it. */
+const SCOPES = { conversation: "for this conversation", always: "always for this tool" };
+
 const GATES = {
   approval: "approval",
   confirmation: "confirmation",
@@ -55,7 +58,7 @@ export function detailOf(record) {
     if (c.via) parts.push(`from ${VIAS[c.via] || c.via}`);
     if (c.reason) parts.push(`note: “${c.reason}”`);
     if (c.edit && c.edit.fields) parts.push(`edited ${c.edit.fields.join(", ")}`);
-    if (c.scope) parts.push(`for ${c.scope}`);
+    if (c.scope) parts.push(SCOPES[c.scope] || `for ${c.scope}`);
     if (c.approvals !== undefined) parts.push(`${c.approvals} of ${c.quorum} approvals`);
   } else if (record.action.startsWith("connection.")) {
     parts.push(...connectionDetail(record.action, c));
