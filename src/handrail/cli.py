@@ -385,6 +385,8 @@ def _add_catalog(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Work with the catalog of app definitions (the apps connections are made "
         "from).",
     )
+    # `handrail catalog` alone: this command's help, not the top-level one.
+    parser.set_defaults(usage_of=parser)
     sub = parser.add_subparsers(title="commands", metavar="<command>")
     check = sub.add_parser(
         "check",
@@ -450,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run: Command | None = getattr(args, "run", None)
     if run is None:
-        parser.print_help(sys.stderr)
+        getattr(args, "usage_of", parser).print_help(sys.stderr)
         return 2
     return run(args)
 

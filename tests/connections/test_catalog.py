@@ -226,6 +226,9 @@ def test_catalog_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert lines[0].startswith(f"{tmp_path / 'wiki.yaml'}:13: agentInstructions.version: ")
     assert lines[0].endswith("Fix: write version: 1")
     assert lines[1] == f"OK {tmp_path / 'fine.yaml'}: fine (mcp-http)"
+    # Without its subcommand, the command shows its own help (not the top-level one).
+    assert main(["catalog"]) == 2
+    assert capsys.readouterr().err.startswith("usage: handrail catalog [-h] <command> ...")
 
 
 def test_model_names() -> None:
