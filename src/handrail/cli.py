@@ -80,7 +80,6 @@ def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def _run_serve(args: argparse.Namespace) -> int:
     # Imported here so that other commands never pay for the server's dependencies.
-    from .connections.secrets import SecretBox
     from .errors import ConfigError
     from .server.config import default_config, load_config
 
@@ -94,28 +93,14 @@ def _run_serve(args: argparse.Namespace) -> int:
             config.host = args.host
         if args.port is not None:
             config.port = args.port
-        config.check_models()
-        SecretBox.from_env()  # a HANDRAIL_SECRET_KEY that is no key stops here
-    except ConfigError as exc:
+        sockets = _ready_to_serve(config, args.log_level, settings=True)
+    except (ConfigError, OSError) as exc:
         print(f"handrail serve: {exc}", file=sys.stderr)
         return 2
 
     from .server.app import create_app
-    from .server.serving import Server, listen, uvicorn_config
+    from .server.serving import Server, uvicorn_config
 
-    try:
-        # Before the app is made: an address in use stops here, having started nothing.
-        sockets = listen(config.host, config.port)
-    except ConfigError as exc:
-        print(f"handrail serve: {exc}", file=sys.stderr)
-        return 2
-    try:
-        _open_store(config, args.log_level, settings=True)
-    except (ConfigError, OSError) as exc:
-        for sock in sockets:
-            sock.close()
-        print(f"handrail serve: {exc}", file=sys.stderr)
-        return 2
     app = create_app(config)
     where = f"http://{config.host}:{config.port}{config.api_prefix}"
     print(f"handrail: serving {where} (OpenAPI at /openapi.json)", flush=True)
@@ -173,6 +158,26 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=_run_serve)
 
 
+def _ready_to_serve(config: ServerConfig, log_level: str, *, settings: bool) -> list[socket.socket]:
+    """What `handrail serve` and `handrail demo` check before the app is made, in order: each
+    agent's model (or adapter's command), HANDRAIL_SECRET_KEY, the address (its listening
+    sockets, returned), the upload folder and the database (`_open_store`). The first that
+    fails raises `ConfigError` with every socket closed, having started nothing of the app."""
+    from .connections.secrets import SecretBox
+    from .server.serving import listen
+
+    config.check_models()
+    SecretBox.from_env()
+    sockets = listen(config.host, config.port)
+    try:
+        _open_store(config, log_level, settings=settings)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
 def _open_store(config: ServerConfig, log_level: str, *, settings: bool) -> None:
     """Open the configured database once and bring its schema up to date (logging what it
     does), and check that the upload folder can be made and written, before the server
@@ -225,33 +230,21 @@ def _has_display() -> bool:
 def _run_demo(args: argparse.Namespace) -> int:
     # Imported here so that other commands never pay for the server's dependencies.
 
-    from .connections.secrets import SecretBox
     from .demo.app import create_demo_app, demo_config
     from .errors import ConfigError
-    from .server.serving import Server, listen, uvicorn_config
+    from .server.serving import Server, uvicorn_config
 
     database: Path = args.database
     sockets: list[socket.socket] = []
     try:
         config = demo_config(database, host=args.host, port=args.port)
-        config.check_models()
-        SecretBox.from_env()  # a HANDRAIL_SECRET_KEY that is no key stops here
-        # Before the app is made: a demo already running on the port stops this one here,
-        # before it opens the database.
-        sockets = listen(config.host, config.port)
-        _open_store(config, args.log_level, settings=False)
+        # A demo already running on the port stops this one before it opens the database.
+        sockets = _ready_to_serve(config, args.log_level, settings=False)
         app = create_demo_app(database, config=config)
     except (ConfigError, OSError) as exc:
         for sock in sockets:
             sock.close()
-        if isinstance(exc, OSError) and exc.filename is not None:
-            print(
-                f"handrail demo: {exc.filename}: {exc.strerror}. Give --database a path in a "
-                "folder this user may create and write in.",
-                file=sys.stderr,
-            )
-        else:
-            print(f"handrail demo: {exc}", file=sys.stderr)
+        print(f"handrail demo: {exc}", file=sys.stderr)
         return 2
 
     url = f"http://{config.host}:{config.port}/"
