@@ -363,6 +363,13 @@ def _storable_dict(value: dict[Any, Any]) -> tuple[Any, bool]:
 _CAPITALS: Final = frozenset({"api", "http", "https", "id", "ip", "json", "sms", "url", "uuid"})
 
 
+def error_line(exc: BaseException) -> str:
+    """An error in one line for a log that tells of it without its traceback: its type and
+    the first line of its text."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
 def title_from_name(name: str) -> str:
     """A name written for the model (``create_invoice``, ``createInvoice``, ``send-email``)
     as a person reads it ("Create invoice"): words split at ``_``, ``-``, ``.`` and each

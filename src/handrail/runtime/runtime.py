@@ -21,7 +21,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from .._util import new_id, utc_now
+from .._util import error_line, new_id, utc_now
 from ..asks import ASK_SURFACES, AskSurface, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..errors import (
@@ -36,7 +36,7 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
-from ..store import Store, TurnState, UserEvent
+from ..store import Store, TurnState, UserEvent, storage_full
 from ..store.records import (
     ConfirmationRecord,
     History,
@@ -74,7 +74,7 @@ from .running import RunningBoard
 from .steps import StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
 from .turn import Principal, Turn, TurnStopped, finished_event
-from .turn_end import DELETED_DURING_TURN, TurnEnd
+from .turn_end import DELETED_DURING_TURN, STORAGE_FULL_TURN, TurnEnd
 
 log = logging.getLogger("handrail.runtime")
 
@@ -478,9 +478,18 @@ class Runtime:
                 turn.error = DELETED_DURING_TURN
                 await turn.emit(error_event(turn.error))
                 await turn.emit(done_event(turn.history_id))
-            except Exception:
-                log.exception("turn on history %s failed", turn.history_id)
-                turn.error = "The turn failed. The server log has the details."
+            except Exception as exc:
+                if storage_full(exc):
+                    log.error(
+                        "turn on history %s stopped: a disk is full (%s). Free space on the "
+                        "disk of the database or of the upload folder (blob_dir).",
+                        turn.history_id,
+                        error_line(exc),
+                    )
+                    turn.error = STORAGE_FULL_TURN
+                else:
+                    log.exception("turn on history %s failed", turn.history_id)
+                    turn.error = "The turn failed. The server log has the details."
                 await turn.emit(error_event(turn.error))
                 await turn.emit(done_event(turn.history_id))
             finally:

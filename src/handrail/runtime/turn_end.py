@@ -36,6 +36,11 @@ log = logging.getLogger("handrail.runtime")
 
 #: The error of a turn whose conversation was deleted while it ran.
 DELETED_DURING_TURN: Final = "The conversation was deleted during the turn."
+#: A turn's error when a write of it met a full disk (`handrail.store.storage_full`).
+STORAGE_FULL_TURN: Final = (
+    "The turn stopped: the server's disk is full. Try again once the server's administrator has "
+    "freed space."
+)
 
 
 class TurnEnd:

@@ -14,6 +14,10 @@ closes uploaded files), with one wrapper around `send`:
   restarted or failed over) is logged as a warning and answered with a 503 ``Database
   unavailable`` and ``Retry-After: 1``: the store opens new connections, so sending the
   request again works (a connection lost during the commit may have saved the change);
+- an error that says a disk is full (`handrail.store.storage_full`: the database's or the upload
+  folder's) is logged as an error without a traceback and answered with a 503 ``Storage full``
+  and ``Retry-After``: nothing of the request was saved, and it can be sent again once space is
+  freed;
 - anything else is logged with its traceback and the request id and answered with a 500
   ``Internal Server Error`` that says nothing of the exception (when a response had already
   started, the response ends where it is).
@@ -50,9 +54,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._util import new_uuid4
+from .._util import error_line, new_uuid4
 from ..errors import ConfigError
-from ..store import connection_lost
+from ..store import connection_lost, storage_full
 from .bodies import unstorable_text, url_text_problems
 from .dispatch import RouteIndex
 from .problems import REQUEST_ID_HEADER, problem_response
@@ -70,6 +74,16 @@ _DATABASE_LOST: Final = {
     "Send the request again in a moment.",
     "code": "database-unavailable",
 }
+#: A request that could not be saved because a disk is full (`storage_full`); nothing of it
+#: was saved. Freeing space is an administrator's work, so the client waits longer.
+_STORAGE_FULL: Final = {
+    "status": 503,
+    "title": "Storage full",
+    "detail": "The server's disk is full, so nothing of this was saved. Send it again once the "
+    "server's administrator has freed space.",
+    "code": "storage-full",
+}
+_STORAGE_FULL_RETRY: Final = "60"
 
 Handler = Callable[[Request, Exception], Any]
 
@@ -156,6 +170,22 @@ class Edge:
                     await problem_response(scope, _DATABASE_LOST, headers={"Retry-After": "1"})(
                         scope, receive, send_with_id
                     )
+                return
+            if storage_full(exc):
+                # Nothing of the request was saved (the transaction rolled back, an upload's
+                # temporary file is gone): the person may send it again once space is freed.
+                log.error(
+                    "%s %s (request %s) was not saved: a disk is full (%s). Free space on the "
+                    "disk of the database or of the upload folder (blob_dir).",
+                    scope.get("method"),
+                    scope.get("path"),
+                    request_id,
+                    error_line(exc),
+                )
+                if not started:
+                    await problem_response(
+                        scope, _STORAGE_FULL, headers={"Retry-After": _STORAGE_FULL_RETRY}
+                    )(scope, receive, send_with_id)
                 return
             log.exception(
                 "unhandled error in %s %s (request %s)",

@@ -60,6 +60,9 @@ _STATUS_TEXT: Final = {
     409: "The ask is no longer pending.",
     413: "The body or file is larger than the server accepts.",
     500: "The server failed; quote the requestId.",
+    503: "The database's connection was lost (`database-unavailable`; a change may have been "
+    "saved, so read before sending it again) or a disk is full (`storage-full`; nothing was "
+    "saved). Send the request again after `Retry-After` seconds.",
 }
 
 
@@ -67,7 +70,7 @@ def problems(*statuses: int, notes: dict[int, str] | None = None) -> dict[int | 
     """The ``responses`` entries of the problem JSON errors a route returns."""
     notes = notes or {}
     out: dict[int | str, Any] = {}
-    for status in (*statuses, 401, 500):
+    for status in (*statuses, 401, 500, 503):
         out[status] = {
             "description": notes.get(status, _STATUS_TEXT.get(status, "An error.")),
             "content": {"application/problem+json": {"schema": PROBLEM_REF}},

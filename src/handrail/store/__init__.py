@@ -32,7 +32,7 @@ from handrail.store.confirmations import (
     confirmation_records,
     confirmations_of,
 )
-from handrail.store.db import DEFAULT_URL, Database, connection_lost, driver_url
+from handrail.store.db import DEFAULT_URL, Database, connection_lost, driver_url, storage_full
 from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
 from handrail.store.histories import (
@@ -121,6 +121,7 @@ __all__ = [
     "connection_lost",
     "default_blob_dir",
     "request_record",
+    "storage_full",
 ]
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import re
@@ -377,6 +378,36 @@ def connection_lost(error: BaseException) -> bool:
     while item is not None and id(item) not in seen:
         seen.add(id(item))
         if isinstance(item, DBAPIError) and item.connection_invalidated:
+            return True
+        item = item.__cause__ or item.__context__
+    return False
+
+
+#: What says a disk is full: SQLite's ``SQLITE_FULL`` ("database or disk is full"),
+#: PostgreSQL's ``disk_full`` (53100) and the system's ENOSPC and EDQUOT (the upload folder's
+#: writes, a file the database could not grow).
+_DISK_FULL_SQLSTATE: Final = "53100"
+_DISK_FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def storage_full(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, says that a disk is full: the
+    database's (SQLite's file or PostgreSQL's tables) or the upload folder's. The work that met
+    it saved nothing (SQLite and PostgreSQL roll the statement's transaction back; an upload's
+    temporary file is removed); it can be sent again once space is freed."""
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        if isinstance(item, DBAPIError) and item.orig is not None and storage_full(item.orig):
+            return True
+        if isinstance(item, sqlite3.Error):
+            if getattr(item, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                return True
+        elif isinstance(item, OSError):
+            if item.errno in _DISK_FULL_ERRNOS:
+                return True
+        elif getattr(item, "sqlstate", None) == _DISK_FULL_SQLSTATE:
             return True
         item = item.__cause__ or item.__context__
     return False

@@ -1,0 +1,237 @@
+"""A full disk while the server runs: the database's (SQLite's file, PostgreSQL's tables) or the
+upload folder's. A request that could not be saved gets 503 ``Storage full`` (code
+``storage-full``, ``Retry-After``) and saved nothing; a turn that stopped on it says why; the
+log says which disk without a traceback; the pending ask keeps its place, and once space is
+freed everything goes on where it was.
+
+The disks are real: a tmpfs of a few megabytes mounted for the test (as root, which the tests
+run as on CI) and filled with a file, and a PostgreSQL tablespace on one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import pwd
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from server_helpers import TOKENS, command, parse_sse, start_api
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError
+
+from _pg import PostgresCluster
+from examples import PLAN
+from handrail.runtime.turn_end import STORAGE_FULL_TURN
+from handrail.store import Database, connection_lost, storage_full
+from handrail.store.blobs import TEMP_PREFIX
+from handrail.store.db import may_have_committed
+
+HEADERS = {"Authorization": f"Bearer {TOKENS['alice']}"}
+ANSWER = {"action": "accept", "content": {"selected": ["team"]}}
+
+
+@contextlib.contextmanager
+def small_disk(where: Path, size: str, owner: str | None = None) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `where` (owned by the system user `owner`, else root's)."""
+    where.mkdir(parents=True, exist_ok=True)
+    options = f"size={size},mode=0700"
+    if owner is not None:
+        user = pwd.getpwnam(owner)
+        options += f",uid={user.pw_uid},gid={user.pw_gid}"
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.fail(
+            "These tests fill a small disk of their own: mounting a tmpfs needs root with "
+            f"CAP_SYS_ADMIN, as CI runs them ({mounted.stderr.strip()})."
+        )
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Fill `disk` to its last byte with one file, and return that file (unlink it to free)."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (4096, 1):  # blocks, then the last bytes of the last block
+            with pytest.raises(OSError, match="No space left on device"):
+                _write_until_it_fails(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _write_until_it_fails(fd: int, data: bytes) -> None:
+    while os.write(fd, data):
+        pass
+
+
+def _raise_from_a_full_disk() -> None:
+    try:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    except OSError as exc:
+        raise RuntimeError("could not store the upload") from exc
+
+
+def assert_storage_full(response: object) -> None:
+    import httpx
+
+    assert isinstance(response, httpx.Response)
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "60"
+    body = response.json()
+    assert body["title"] == "Storage full"
+    assert body["code"] == "storage-full"
+    assert body["detail"] == (
+        "The server's disk is full, so nothing of this was saved. Send it again once the "
+        "server's administrator has freed space."
+    )
+    assert "Traceback" not in response.text
+    assert "sqlite" not in response.text.lower()
+
+
+async def test_a_full_disk_is_503_storage_full_and_the_server_goes_on_once_freed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 3 MB: the database, its WAL (never 1,000 pages, so never checkpointed and reused: every
+    # commit must grow it) and the upload folder all on the small disk.
+    with small_disk(tmp_path / "disk", "3m") as disk:
+        url = f"sqlite:///{disk / 'handrail.db'}"
+        async with start_api(url, disk) as api:
+            c = api.client
+            history_id = (await c.post("/api/histories", json={}, headers=HEADERS)).json()["data"][
+                "id"
+            ]
+            prompt = {"prompt": command("ask_choice", PLAN)}
+            turn = f"/api/histories/{history_id}/turn"
+            paused = (await c.post(turn, json=prompt, headers=HEADERS)).json()["data"]
+            call_id = paused["pendingAsk"]["toolCallId"]
+            other_id = (await c.post("/api/histories", json={}, headers=HEADERS)).json()["data"][
+                "id"
+            ]
+
+            filler = fill(disk)
+            caplog.clear()
+            caplog.set_level(logging.INFO, logger="handrail")
+
+            assert_storage_full(await c.post("/api/histories", json={}, headers=HEADERS))
+            answer = {"askResponse": {"toolCallId": call_id, **ANSWER}}
+            assert_storage_full(await c.post(turn, json=answer, headers=HEADERS))
+            upload = await c.post(
+                "/api/files/upload",
+                files={"file": ("notes.txt", b"some notes\n" * 2000, "text/plain")},
+                headers=HEADERS,
+            )
+            assert_storage_full(upload)
+            assert not [p for p in (disk / "blobs").iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+            # A turn of a new message stops and says why, in the headless body and in the
+            # chat's stream.
+            stopped = await c.post(f"/api/histories/{other_id}/turn", json=prompt, headers=HEADERS)
+            assert stopped.status_code == 200, stopped.text
+            assert stopped.json()["data"]["error"] == STORAGE_FULL_TURN
+            chat = await c.post(
+                "/api/prompt", json={"historyId": other_id, **prompt}, headers=HEADERS
+            )
+            events = parse_sse(chat.text)
+            assert {"error": STORAGE_FULL_TURN} in events, events
+            assert events[-1] == {"done": True, "historyId": other_id}
+
+            said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+            assert said, "the full disk was not logged"
+            for record in said:
+                assert record.levelno == logging.ERROR
+                assert record.exc_info is None, record.getMessage()
+                assert "a disk is full" in record.getMessage()
+                assert "blob_dir" in record.getMessage()
+            assert any("No space left on device" in r.getMessage() for r in said)
+            assert any("database or disk is full" in r.getMessage() for r in said)
+
+            # Nothing the person gave is lost: the ask still waits, and once space is freed
+            # the same answer is taken.
+            history = (await c.get(f"/api/histories/{history_id}", headers=HEADERS)).json()
+            assert history["data"]["pendingAsk"]["toolCallId"] == call_id
+            filler.unlink()
+            resumed = await c.post(turn, json=answer, headers=HEADERS)
+            assert resumed.status_code == 200, resumed.text
+            assert resumed.json()["data"]["text"].startswith("ask_choice returned:")
+            again = await c.post(f"/api/histories/{other_id}/turn", json=prompt, headers=HEADERS)
+            assert again.json()["data"]["pendingAsk"]["kind"] == "choice"
+            uploaded = await c.post(
+                "/api/files/upload",
+                files={"file": ("notes.txt", b"some notes\n" * 2000, "text/plain")},
+                headers=HEADERS,
+            )
+            assert uploaded.status_code == 201, uploaded.text
+
+
+#: About 64 kB of text that does not compress (its TOAST table is in the table's tablespace).
+_RANDOM_TEXT = (
+    "INSERT INTO filler SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 2000)"
+)
+
+
+def _fill_table(connection: Connection) -> None:
+    for _ in range(10_000):
+        connection.execute(text(_RANDOM_TEXT))
+
+
+async def test_a_full_postgresql_disk_is_storage_full_and_saves_nothing(
+    postgres_cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    url = postgres_cluster.new_database_url()
+    connection = await postgres_cluster.connect(url)
+    # In the cluster's folder: the server's user cannot reach into the tests' own.
+    where = postgres_cluster.base / f"tablespace-{tmp_path.name}"
+    with small_disk(where, "1m", owner="postgres") as disk:
+        try:
+            await connection.execute(f"CREATE TABLESPACE small LOCATION '{disk}'")
+            await connection.execute("CREATE TABLE filler (value text) TABLESPACE small")
+            async with Database(url) as database:
+                with pytest.raises(DBAPIError) as raised:
+                    await database.write(_fill_table)
+            error = raised.value
+            assert getattr(error.orig, "sqlstate", None) == "53100", error
+            assert storage_full(error)
+            assert not connection_lost(error)
+            assert not may_have_committed(error)
+            assert await connection.fetchval("SELECT count(*) FROM filler") == 0
+        finally:
+            await connection.execute("DROP TABLE IF EXISTS filler")
+            await connection.execute("DROP TABLESPACE IF EXISTS small")
+            await connection.close()
+
+
+def test_only_a_full_disk_is_storage_full(tmp_path: Path) -> None:
+    full = sqlite3.connect(tmp_path / "full.db")
+    full.execute("CREATE TABLE t (v TEXT)")
+    full.execute("PRAGMA max_page_count = 3")
+    with pytest.raises(sqlite3.OperationalError) as sqlite_full:
+        full.execute("INSERT INTO t VALUES (?)", ("x" * 100_000,))
+    full.close()
+    assert storage_full(sqlite_full.value)
+    other = sqlite3.connect(":memory:")
+    other.execute("CREATE TABLE u (v INTEGER NOT NULL)")
+    with pytest.raises(sqlite3.IntegrityError) as constraint:
+        other.execute("INSERT INTO u VALUES (NULL)")
+    assert not storage_full(constraint.value)
+    assert storage_full(OSError(errno.ENOSPC, "No space left on device"))
+    assert storage_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert not storage_full(OSError(errno.EACCES, "Permission denied"))
+    assert not storage_full(ValueError("no"))
+    with pytest.raises(RuntimeError) as wrapped:
+        _raise_from_a_full_disk()
+    assert storage_full(wrapped.value)
