@@ -10,6 +10,7 @@ run as on CI) and filled with a file, and a PostgreSQL tablespace on one.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
@@ -27,13 +28,20 @@ from sqlalchemy.exc import DBAPIError
 
 from _pg import PostgresCluster
 from examples import PLAN
+from handrail.runtime.agent import Agent
+from handrail.runtime.models.scripted import ScriptedModel
+from handrail.runtime.runtime import Runtime
+from handrail.runtime.turn import Principal
 from handrail.runtime.turn_end import STORAGE_FULL_TURN
-from handrail.store import Database, connection_lost, storage_full
+from handrail.store import Database, Store, connection_lost, storage_full
 from handrail.store.blobs import TEMP_PREFIX
 from handrail.store.db import may_have_committed
 
 HEADERS = {"Authorization": f"Bearer {TOKENS['alice']}"}
 ANSWER = {"action": "accept", "content": {"selected": ["team"]}}
+ALICE = Principal(user_id="alice")
+LEASE_S = 0.4
+CONFIRMED = {"confirmed": True}
 
 
 @contextlib.contextmanager
@@ -235,3 +243,58 @@ def test_only_a_full_disk_is_storage_full(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as wrapped:
         _raise_from_a_full_disk()
     assert storage_full(wrapped.value)
+
+
+async def test_a_turn_that_fills_the_disk_after_an_approval_is_finished_once_space_is_freed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The approval is on the disk before the tool runs; the tool fills the disk, so nothing
+    after it can be written. The turn stops saying why and keeps its lease, which lapses: once
+    space is freed the runtime takes its own turn over, as after a crash, and finishes it
+    without running the approved call again."""
+    ran: list[str] = []
+    with small_disk(tmp_path / "disk", "3m") as disk:
+        agent = Agent("ops", instructions="Run jobs.")
+
+        @agent.tool(destructive=True)
+        async def wipe(name: str) -> str:
+            """Wipe a disk."""
+            ran.append(name)
+            fill(disk)
+            return f"wiped {name}"
+
+        store = await Store.open(f"sqlite:///{disk / 'handrail.db'}", blob_dir=disk / "blobs")
+        runtime = Runtime(store=store, agents=agent, model=ScriptedModel(), lease_s=LEASE_S)
+        try:
+            await store.permissions.set("alice", "local:ops", "non-consequential")
+            turn = await runtime.start_prompt(ALICE, 'call wipe {"name": "disk1"}')
+            [approval] = [e["ask"] async for e in turn.stream() if "ask" in e]
+            caplog.clear()
+            answered = await runtime.start_answer(
+                ALICE,
+                turn.history_id,
+                {"toolCallId": approval["toolCallId"], "action": "accept", "content": CONFIRMED},
+            )
+            stopped = (await answered.result()).to_json()
+            assert stopped["error"] == STORAGE_FULL_TURN
+            assert ran == ["disk1"]
+            said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+            assert [r.levelno for r in said] == [logging.ERROR], [r.getMessage() for r in said]
+            assert said[0].exc_info is None
+            assert "a disk is full" in said[0].getMessage()
+            lease = await store.leases.get(turn.history_id)
+            assert lease is not None, "the turn let its lease go"
+
+            (disk / "filler").unlink()
+            await asyncio.sleep(LEASE_S * 1.5)
+            [taken] = await runtime.recovery.sweep()
+            done = (await taken.result()).to_json()
+            assert "TOOL_EXECUTION_UNCERTAIN" in done["text"]
+            assert ran == ["disk1"], "the approved call ran again"
+            assert await store.leases.get(turn.history_id) is None
+            history = await store.histories.get(turn.history_id)
+            assert history is not None
+            assert history.pending_ask is None
+        finally:
+            await runtime.aclose()
+            await store.close()

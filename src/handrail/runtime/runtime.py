@@ -21,7 +21,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from .._util import error_line, new_id, utc_now
+from .._util import new_id, utc_now
 from ..asks import ASK_SURFACES, AskSurface, PendingAsk
 from ..asks.cards import UnknownButtonError, resolve_button_answer
 from ..errors import (
@@ -74,7 +74,7 @@ from .running import RunningBoard
 from .steps import StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
 from .turn import Principal, Turn, TurnStopped, finished_event
-from .turn_end import DELETED_DURING_TURN, STORAGE_FULL_TURN, TurnEnd
+from .turn_end import DELETED_DURING_TURN, STORAGE_FULL_TURN, TurnEnd, log_storage_full
 
 log = logging.getLogger("handrail.runtime")
 
@@ -480,12 +480,8 @@ class Runtime:
                 await turn.emit(done_event(turn.history_id))
             except Exception as exc:
                 if storage_full(exc):
-                    log.error(
-                        "turn on history %s stopped: a disk is full (%s). Free space on the "
-                        "disk of the database or of the upload folder (blob_dir).",
-                        turn.history_id,
-                        error_line(exc),
-                    )
+                    if turn.error != STORAGE_FULL_TURN:  # what it kept met the disk full too
+                        log_storage_full(turn.history_id, exc)
                     turn.error = STORAGE_FULL_TURN
                 else:
                     log.exception("turn on history %s failed", turn.history_id)

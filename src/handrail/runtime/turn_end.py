@@ -10,10 +10,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import utc_now
+from .._util import error_line, utc_now
 from ..asks import PendingAsk
 from ..errors import Conflict, HistoryNotFound
-from ..store import LeaseLost, UserEvent, request_record
+from ..store import LeaseLost, UserEvent, request_record, storage_full
 from ..store.audit import audit_record
 from ..store.events import ask_created_event as user_ask_created
 from ..store.records import UNSET, History, HistoryChange, ReleaseLease, RequestRecord
@@ -41,6 +41,16 @@ STORAGE_FULL_TURN: Final = (
     "The turn stopped: the server's disk is full. Try again once the server's administrator has "
     "freed space."
 )
+
+
+def log_storage_full(history_id: str, exc: BaseException) -> None:
+    """Log a turn that met a full disk: one error line, no traceback (nothing to debug)."""
+    log.error(
+        "turn on history %s stopped: a disk is full (%s). Free space on the disk of the database "
+        "or of the upload folder (blob_dir).",
+        history_id,
+        error_line(exc),
+    )
 
 
 class TurnEnd:
@@ -275,10 +285,17 @@ class TurnEnd:
         """Keep what the turn did before the failure; drop the ask it had not paused on."""
         if isinstance(exc, ModelError):
             log.warning("model call failed on history %s: %s", run.history.id, exc)
+        elif storage_full(exc):
+            log_storage_full(run.history.id, exc)
         else:
             log.exception("turn on history %s failed", run.history.id, exc_info=exc)
         # An adapter's error names the adapter and the way forward: the person reads it.
-        message = str(exc) if isinstance(exc, AdapterError) else _failure_text()
+        if isinstance(exc, AdapterError):
+            message = str(exc)
+        elif storage_full(exc):
+            message = STORAGE_FULL_TURN
+        else:
+            message = _failure_text()
         run.turn.error = message
         await self.runtime._calls.release_queued(run, "turn_failed")
         if run.pause is not None:
