@@ -208,7 +208,10 @@ def _open_store(config: ServerConfig, log_level: str, *, settings: bool) -> None
 
     async def open_and_close() -> None:
         store = await Store.open(
-            config.database_url, blobs=blobs, synchronous=config.sqlite_synchronous
+            config.database_url,
+            blobs=blobs,
+            synchronous=config.sqlite_synchronous,
+            wait_s=config.database_wait,
         )
         await store.close()
 

@@ -274,13 +274,22 @@ def test_a_database_that_cannot_be_opened_stops_serve_before_it_starts(
         "users: [{id: alice, token: alice-token-0123456789}]\n"
         "agents: [{name: helper, asks: true}]\n"
         f"database_url: postgresql://handrail:a-secret-pw@127.0.0.1:{port}/app\n"
+        "database_wait: 0.6\n"
     )
     assert main(["serve", "--config", str(config), "--port", str(free_port())]) == 2
     err = capsys.readouterr().err
+    # Waited for (a server still starting refuses connections too), said once, then refused.
     assert err.startswith(
+        f"WARNING:  handrail.store: PostgreSQL at postgresql://handrail:***@127.0.0.1:{port}/app "
+        "does not accept connections yet ([Errno 111] Connect call failed"
+    ), err
+    assert err.count("does not accept connections yet") == 1, err
+    refused = err[err.index("handrail serve: ") :]
+    assert refused.startswith(
         f"handrail serve: Could not open the database postgresql://handrail:***@127.0.0.1:{port}"
         "/app: [Errno 111] Connect call failed"
     ), err
+    assert "(after waiting 1 s for it to accept connections)" in refused
     assert err.endswith(
         "(the database must exist: createdb <name>).\n"
         "  (the database is the config's database_url, or HANDRAIL_DATABASE_URL)\n"

@@ -85,6 +85,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.agents[0].asks is not None
     assert config.asks_enabled
     assert config.sqlite_synchronous == "FULL"
+    assert config.database_wait == 30
 
 
 @pytest.mark.parametrize(("value", "expected"), [("''", ""), ("/", ""), ("/v1/", "/v1")])
@@ -114,10 +115,12 @@ def test_environment_overrides(tmp_path: Path) -> None:
         "HANDRAIL_HOST": "::1",
         "HANDRAIL_PORT": "8123",
         "HANDRAIL_SQLITE_SYNCHRONOUS": "normal",
+        "HANDRAIL_DATABASE_WAIT": "0",
         "BOB_TOKEN": "bob-secret",
     }
     config = load_config(write(tmp_path, GOOD), env=env)
     assert config.sqlite_synchronous == "NORMAL"
+    assert config.database_wait == 0
     assert config.database_url == "postgresql://app@db/handrail"
     assert config.model == "openai:gpt-4.1-mini"
     assert config.blob_dir == Path("/srv/files")
@@ -219,6 +222,16 @@ def test_environment_overrides(tmp_path: Path) -> None:
             "users: [{id: a, token: t}]\nagents: [{name: x}]\n",
             {"HANDRAIL_SQLITE_SYNCHRONOUS": "off"},
             "sqlite_synchronous must be one of FULL, NORMAL, EXTRA, not 'off'",
+        ),
+        (
+            "users: [{id: a, token: t}]\nagents: [{name: x}]\ndatabase_wait: -1\n",
+            {},
+            "database_wait: must be a number of seconds, 0 or more, such as 10",
+        ),
+        (
+            "users: [{id: a, token: t}]\nagents: [{name: x}]\n",
+            {"HANDRAIL_DATABASE_WAIT": "a while"},
+            "HANDRAIL_DATABASE_WAIT: must be a number of seconds, 0 or more, such as 10",
         ),
         ("users: [{id: a, token: t}\n", {}, "not valid YAML at line"),
         (

@@ -451,3 +451,60 @@ async def test_a_postgresql_database_that_does_not_exist_says_so(
     url = str(postgres_cluster.url("no_such_database")).replace("+asyncpg", "", 1)
     with pytest.raises(DatabaseUnavailable, match='database "no_such_database" does not exist'):
         await Store.open(url)
+
+
+async def test_a_postgresql_database_that_does_not_exist_is_not_waited_for(
+    postgres_cluster: Any,
+) -> None:
+    url = str(postgres_cluster.url("no_such_database"))
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailable, match="does not exist") as raised:
+        await Store.open(url, wait_s=30)
+    assert time.monotonic() - started < 10  # refused for good at once, not waited for
+    assert "waiting" not in str(raised.value)
+
+
+async def test_a_postgresql_server_that_starts_later_is_waited_for(
+    postgres_cluster: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The URL names a Unix socket folder where no server listens yet; a second later the
+    cluster's socket appears there (as PostgreSQL's own does when it has started)."""
+    real = postgres_cluster.new_database_url()
+    later = tmp_path / "socket"
+    name = f".s.PGSQL.{postgres_cluster.port}"
+    url = real.replace(f"host={postgres_cluster.socket_dir}", f"host={later}")
+    assert url != real
+
+    async def start_listening() -> None:
+        await asyncio.sleep(1.0)
+        later.mkdir()
+        (later / name).symlink_to(Path(postgres_cluster.socket_dir) / name)
+
+    caplog.set_level(logging.INFO, logger="handrail.store")
+    started = time.monotonic()
+    listening = asyncio.create_task(start_listening())
+    store = await Store.open(url, blob_dir=tmp_path / "files", wait_s=30)
+    took = time.monotonic() - started
+    await listening
+    try:
+        assert 1.0 <= took < 20
+        history = await store.histories.create("alice", agent="helper")
+        assert (await store.histories.get(history.id)) is not None
+    finally:
+        await store.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "handrail.store"]
+    waiting = [m for m in said if "does not accept connections yet" in m]
+    assert len(waiting) == 1, said  # said once, not at every try
+    assert "waiting up to 30 s for it" in waiting[0]
+    assert any("accepted the connection after" in m for m in said), said
+
+
+async def test_a_postgresql_server_that_never_comes_is_waited_for_then_refused() -> None:
+    port = free_port()  # nothing listens there
+    url = f"postgresql://handrail@127.0.0.1:{port}/app"
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await Store.open(url, wait_s=1.2)
+    assert 1.2 <= time.monotonic() - started < 10
+    assert "Connect call failed" in str(raised.value)
+    assert "(after waiting 1 s for it to accept connections)" in str(raised.value)

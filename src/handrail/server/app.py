@@ -81,6 +81,7 @@ def create_app(
                 config.database_url,
                 blob_dir=config.blob_dir,
                 synchronous=config.sqlite_synchronous,
+                wait_s=config.database_wait,
             )
             the_store = opened
         try:

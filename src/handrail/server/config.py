@@ -3,6 +3,7 @@
     database_url: sqlite:///handrail.db      # HANDRAIL_DATABASE_URL
     blob_dir: handrail-files                 # HANDRAIL_BLOB_DIR
     sqlite_synchronous: FULL                 # HANDRAIL_SQLITE_SYNCHRONOUS (FULL, NORMAL, EXTRA)
+    database_wait: 30                        # HANDRAIL_DATABASE_WAIT (seconds; 0: no wait)
     api_prefix: /api                         # HANDRAIL_API_PREFIX
     model: openai:gpt-4.1-mini               # HANDRAIL_MODEL
     host: 127.0.0.1                          # HANDRAIL_HOST
@@ -104,6 +105,9 @@ DEFAULT_DATABASE_URL: Final = "sqlite:///handrail.db"
 DEFAULT_SQLITE_SYNCHRONOUS: Final = "FULL"
 #: The levels `sqlite_synchronous` takes (``OFF`` is not one: a crash could corrupt the file).
 SQLITE_SYNCHRONOUS_LEVELS: Final = ("FULL", "NORMAL", "EXTRA")
+#: Seconds ``handrail serve`` waits at start for a PostgreSQL server that does not accept
+#: connections yet (a container started beside its database).
+DEFAULT_DATABASE_WAIT: Final = 30.0
 DEFAULT_API_PREFIX: Final = "/api"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
@@ -125,6 +129,7 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "database_url": "HANDRAIL_DATABASE_URL",
     "blob_dir": "HANDRAIL_BLOB_DIR",
     "sqlite_synchronous": "HANDRAIL_SQLITE_SYNCHRONOUS",
+    "database_wait": "HANDRAIL_DATABASE_WAIT",
     "api_prefix": "HANDRAIL_API_PREFIX",
     "model": "HANDRAIL_MODEL",
     "host": "HANDRAIL_HOST",
@@ -157,6 +162,7 @@ _TOP_KEYS: Final = (
     "database_url",
     "blob_dir",
     "sqlite_synchronous",
+    "database_wait",
     "api_prefix",
     "model",
     "host",
@@ -240,6 +246,10 @@ class ServerConfig:
     #: acknowledged), ``NORMAL`` (faster; a power loss or an OS crash may undo the last
     #: commits, a crash of the server alone never does) or ``EXTRA``.
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
+    #: Seconds the server's start waits for a PostgreSQL server that does not accept
+    #: connections yet (refused, or still starting up), trying again every half second; 0 to
+    #: fail at once. Not used with SQLite.
+    database_wait: float = DEFAULT_DATABASE_WAIT
     api_prefix: str = DEFAULT_API_PREFIX
     model: str = DEFAULT_MODEL
     host: str = DEFAULT_HOST
@@ -336,6 +346,7 @@ class ServerConfig:
             positive_int(getattr(self, name), name)
         for name in _SECONDS_SETTINGS:
             setattr(self, name, seconds(getattr(self, name), name))
+        self.database_wait = seconds(self.database_wait, "database_wait", zero=True)
         self.webhooks = tuple(self.webhooks)
         agent_names = {agent.name for agent in self.agents}
         for index, hook in enumerate(self.webhooks):
@@ -453,6 +464,8 @@ class ServerConfig:
         for key in _SECONDS_SETTINGS:
             if key in data:
                 values[key] = seconds(data[key], key)
+        if "database_wait" in data:
+            values["database_wait"] = seconds(data["database_wait"], "database_wait", zero=True)
         for key, var in ENV_VARS.items():
             if key == "allowed_origins" or key.startswith("jwt."):
                 continue  # read below
@@ -470,6 +483,8 @@ class ServerConfig:
                 values[key] = positive_int(int(raw) if raw.isdigit() else raw, var)
             elif key in _SECONDS_SETTINGS:
                 values[key] = seconds(raw, var)
+            elif key == "database_wait":
+                values[key] = seconds(raw, var, zero=True)
             else:
                 values[key] = raw
         if "allowed_origins" in data:

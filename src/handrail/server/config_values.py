@@ -52,19 +52,22 @@ def positive_int(value: Any, path: str) -> int:
     return value
 
 
-def seconds(value: Any, path: str) -> float:
-    """A positive number of seconds (a whole number or a decimal, also as a string)."""
+def seconds(value: Any, path: str, *, zero: bool = False) -> float:
+    """A positive number of seconds (a whole number or a decimal, also as a string); with
+    `zero`, 0 too."""
+    what = "a number of seconds, 0 or more," if zero else "a positive number of seconds,"
     if isinstance(value, str):
         try:
             value = float(value.strip())
         except ValueError:
-            raise ConfigError(f"{path}: must be a positive number of seconds, such as 10") from None
+            raise ConfigError(f"{path}: must be {what} such as 10") from None
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
-        or not 0 < value < float("inf")
+        or not (value >= 0 if zero else value > 0)
+        or value == float("inf")
     ):
-        raise ConfigError(f"{path}: must be a positive number of seconds, such as 10")
+        raise ConfigError(f"{path}: must be {what} such as 10")
     return float(value)
 
 

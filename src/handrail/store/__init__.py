@@ -32,7 +32,14 @@ from handrail.store.confirmations import (
     confirmation_records,
     confirmations_of,
 )
-from handrail.store.db import DEFAULT_URL, Database, connection_lost, driver_url, storage_full
+from handrail.store.db import (
+    DEFAULT_URL,
+    Database,
+    connection_lost,
+    driver_url,
+    not_up_yet,
+    storage_full,
+)
 from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
 from handrail.store.histories import (
@@ -120,6 +127,7 @@ __all__ = [
     "UserEvent",
     "connection_lost",
     "default_blob_dir",
+    "not_up_yet",
     "request_record",
     "storage_full",
 ]
@@ -225,6 +233,7 @@ class Store:
         blobs: BlobStore | None = None,
         synchronous: str = "FULL",
         migrate: bool = True,
+        wait_s: float = 0.0,
     ) -> Store:
         """Connect to `url` (default: `DEFAULT_URL`) and bring its schema up to date.
 
@@ -233,13 +242,15 @@ class Store:
         they all reach. `synchronous` is SQLite's ``PRAGMA synchronous``: ``FULL`` (the default:
         a commit is on the disk when it returns) or ``NORMAL`` (faster; in WAL mode a power
         loss or an OS crash may undo the last commits, a crash of the process never does).
+        `wait_s` is how long a PostgreSQL server that does not accept connections yet (one
+        still starting) is waited for (`Database.migrate`); by default it is not.
         """
         if blobs is None:
             blobs = LocalBlobStore(blob_dir if blob_dir is not None else default_blob_dir(url))
         db = Database(url, synchronous=synchronous)
         try:
             if migrate:
-                await db.migrate()
+                await db.migrate(wait_s=wait_s)
         except BaseException:
             await db.close()
             raise

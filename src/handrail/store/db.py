@@ -52,6 +52,7 @@ import errno
 import functools
 import logging
 import re
+import socket
 import sqlite3
 import threading
 import time
@@ -244,12 +245,55 @@ def shown_url(url: URL) -> str:
     return shown.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
 
 
-def _open_failed(url: URL, exc: BaseException) -> DatabaseUnavailable:
+#: Seconds between two tries of a database that does not accept connections yet.
+_WAIT_RETRY_S: Final = 0.5
+#: PostgreSQL's ``cannot_connect_now``: the database system is starting up (or shutting down).
+_STARTING_UP_SQLSTATE: Final = "57P03"
+
+
+def not_up_yet(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, says that the database server does
+    not accept connections yet, as while it starts: the connection refused, its Unix socket
+    not there, its host name not known yet (a container not started), or PostgreSQL's "the
+    database system is starting up"."""
+    return _raised_from(error, _says_not_up_yet)
+
+
+def _says_not_up_yet(error: BaseException) -> bool:
+    return (
+        isinstance(error, (ConnectionRefusedError, FileNotFoundError, socket.gaierror))
+        or getattr(error, "sqlstate", None) == _STARTING_UP_SQLSTATE
+    )
+
+
+def _raised_from(error: BaseException, says: Callable[[BaseException], bool]) -> bool:
+    """Whether `says` holds for `error`, an error it was raised from (its cause or context, on
+    and on) or the driver's error SQLAlchemy wrapped in one of them (``orig``)."""
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        if says(item):
+            return True
+        if isinstance(item, DBAPIError) and item.orig is not None and says(item.orig):
+            return True
+        item = item.__cause__ or item.__context__
+    return False
+
+
+def _reason_text(exc: BaseException) -> str:
     reason = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
     if isinstance(reason, OSError) and reason.filename is not None:
-        reason_text = f"{reason.strerror or type(reason).__name__} ({reason.filename})"
-    else:
-        reason_text = str(reason).strip().rstrip(".") or type(reason).__name__
+        return f"{reason.strerror or type(reason).__name__} ({reason.filename})"
+    return str(reason).strip().rstrip(".") or type(reason).__name__
+
+
+def _open_failed(
+    url: URL, exc: BaseException, *, waited: float | None = None
+) -> DatabaseUnavailable:
+    reason_text = _reason_text(exc)
+    if waited is not None:
+        reason_text += f" (after waiting {waited:.0f} s for it to accept connections)"
     if url.get_backend_name() == "sqlite":
         fix = (
             "Give the path of a handrail database file, or of a new one in a folder this user "
@@ -373,14 +417,9 @@ def connection_lost(error: BaseException) -> bool:
     (the database restarted, failed over or ended the session): SQLAlchemy's error with
     ``connection_invalidated``. The store opens new connections for the next transactions,
     so the request that met it may simply be sent again."""
-    seen: set[int] = set()
-    item: BaseException | None = error
-    while item is not None and id(item) not in seen:
-        seen.add(id(item))
-        if isinstance(item, DBAPIError) and item.connection_invalidated:
-            return True
-        item = item.__cause__ or item.__context__
-    return False
+    return _raised_from(
+        error, lambda item: isinstance(item, DBAPIError) and item.connection_invalidated
+    )
 
 
 #: What says a disk is full: SQLite's ``SQLITE_FULL`` ("database or disk is full"),
@@ -395,22 +434,15 @@ def storage_full(error: BaseException) -> bool:
     database's (SQLite's file or PostgreSQL's tables) or the upload folder's. The work that met
     it saved nothing (SQLite and PostgreSQL roll the statement's transaction back; an upload's
     temporary file is removed); it can be sent again once space is freed."""
-    seen: set[int] = set()
-    item: BaseException | None = error
-    while item is not None and id(item) not in seen:
-        seen.add(id(item))
-        if isinstance(item, DBAPIError) and item.orig is not None and storage_full(item.orig):
-            return True
-        if isinstance(item, sqlite3.Error):
-            if getattr(item, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-                return True
-        elif isinstance(item, OSError):
-            if item.errno in _DISK_FULL_ERRNOS:
-                return True
-        elif getattr(item, "sqlstate", None) == _DISK_FULL_SQLSTATE:
-            return True
-        item = item.__cause__ or item.__context__
-    return False
+    return _raised_from(error, _says_disk_full)
+
+
+def _says_disk_full(error: BaseException) -> bool:
+    if isinstance(error, sqlite3.Error):
+        return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    if isinstance(error, OSError):
+        return error.errno in _DISK_FULL_ERRNOS
+    return getattr(error, "sqlstate", None) == _DISK_FULL_SQLSTATE
 
 
 def _from_asyncpg(error: BaseException) -> bool:
@@ -1109,20 +1141,48 @@ class Database:
             without_values(exc)
             raise
 
-    async def migrate(self) -> None:
+    async def migrate(self, *, wait_s: float = 0.0) -> None:
         """Bring the schema to the newest revision. A no-op when it is there already.
+
+        With `wait_s`, a PostgreSQL server that does not accept connections yet (`not_up_yet`:
+        refused, its socket not there, its name not known yet, or still starting up) is tried
+        again every half second for that many seconds, logged once at the start (a container
+        started beside its database).
 
         Raises `DatabaseUnavailable` when the database cannot be opened or read, and when a
         newer handrail made its schema (a revision this one does not know)."""
-        opened: list[bool] = []
-        try:
-            await self._run(self.engine, True, _upgrade_to_head, (opened,), alone=True)
-        except HandrailError:
-            raise
-        except Exception as exc:
-            if opened:  # a migration failed: its own error, as it is
+        started = time.monotonic()
+        waiting = False
+        while True:
+            opened: list[bool] = []
+            try:
+                await self._run(self.engine, True, _upgrade_to_head, (opened,), alone=True)
+            except HandrailError:
                 raise
-            raise _open_failed(self.url, exc) from exc
+            except Exception as exc:
+                if opened:  # a migration failed: its own error, as it is
+                    raise
+                waited = time.monotonic() - started
+                if self.backend == "postgresql" and not_up_yet(exc) and waited < wait_s:
+                    if not waiting:
+                        waiting = True
+                        log.warning(
+                            "PostgreSQL at %s does not accept connections yet (%s); waiting "
+                            "up to %g s for it",
+                            shown_url(self.url),
+                            _reason_text(exc),
+                            wait_s,
+                        )
+                    await asyncio.sleep(min(_WAIT_RETRY_S, wait_s - waited))
+                    continue
+                raise _open_failed(self.url, exc, waited=waited if waiting else None) from exc
+            if waiting:
+                log.info(
+                    "PostgreSQL at %s accepted the connection after %.1f s",
+                    shown_url(self.url),
+                    time.monotonic() - started,
+                )
+            return
 
     async def close(self) -> None:
         """Close every pooled connection (and, on SQLite, the worker threads)."""
