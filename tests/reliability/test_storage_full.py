@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import logging.config
 import os
 import pwd
 import sqlite3
@@ -33,6 +34,7 @@ from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn import Principal
 from handrail.runtime.turn_end import STORAGE_FULL_TURN
+from handrail.server.serving import log_config
 from handrail.store import Database, Store, connection_lost, storage_full
 from handrail.store.blobs import TEMP_PREFIX
 from handrail.store.db import may_have_committed
@@ -298,3 +300,33 @@ async def test_a_turn_that_fills_the_disk_after_an_approval_is_finished_once_spa
         finally:
             await runtime.aclose()
             await store.close()
+
+
+def test_the_servers_log_says_a_full_disk_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """`handrail serve`'s log configuration: a background task's error with a traceback is one
+    line when the error is a full disk (here a real ENOSPC, from writing to /dev/full); any
+    other error keeps its traceback."""
+    logging.config.dictConfig(log_config("info"))
+    log = logging.getLogger("handrail.runtime")
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(OSError, match="No space left on device") as full:
+            os.write(fd, b"x")
+    finally:
+        os.close(fd)
+    try:
+        raise RuntimeError("could not renew") from full.value
+    except RuntimeError:
+        log.warning("could not renew the turn lease of %s", "h1", exc_info=True)
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        log.warning("the sweep failed", exc_info=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (
+        "WARNING:  handrail.runtime: could not renew the turn lease of h1 (a disk is full: "
+        "OSError: [Errno 28] No space left on device)"
+    )
+    assert lines[1] == "WARNING:  handrail.runtime: the sweep failed"
+    assert lines[2] == "Traceback (most recent call last):"
+    assert lines[-1] == "ValueError: a bug"

@@ -49,7 +49,7 @@ def log_storage_full(history_id: str, exc: BaseException) -> None:
         "turn on history %s stopped: a disk is full (%s). Free space on the disk of the database "
         "or of the upload folder (blob_dir).",
         history_id,
-        error_line(exc),
+        error_line(storage_full(exc) or exc),
     )
 
 

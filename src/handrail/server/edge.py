@@ -171,7 +171,8 @@ class Edge:
                         scope, receive, send_with_id
                     )
                 return
-            if storage_full(exc):
+            full = storage_full(exc)
+            if full is not None:
                 # Nothing of the request was saved (the transaction rolled back, an upload's
                 # temporary file is gone): the person may send it again once space is freed.
                 log.error(
@@ -180,7 +181,7 @@ class Edge:
                     scope.get("method"),
                     scope.get("path"),
                     request_id,
-                    error_line(exc),
+                    error_line(full),
                 )
                 if not started:
                     await problem_response(

@@ -256,7 +256,7 @@ def not_up_yet(error: BaseException) -> bool:
     not accept connections yet, as while it starts: the connection refused, its Unix socket
     not there, its host name not known yet (a container not started), or PostgreSQL's "the
     database system is starting up"."""
-    return _raised_from(error, _says_not_up_yet)
+    return _raised_from(error, _says_not_up_yet) is not None
 
 
 def _says_not_up_yet(error: BaseException) -> bool:
@@ -266,19 +266,21 @@ def _says_not_up_yet(error: BaseException) -> bool:
     )
 
 
-def _raised_from(error: BaseException, says: Callable[[BaseException], bool]) -> bool:
-    """Whether `says` holds for `error`, an error it was raised from (its cause or context, on
-    and on) or the driver's error SQLAlchemy wrapped in one of them (``orig``)."""
+def _raised_from(
+    error: BaseException, says: Callable[[BaseException], bool]
+) -> BaseException | None:
+    """The first of `error`, the errors it was raised from (its cause or context, on and on)
+    and the driver's errors SQLAlchemy wrapped in them (``orig``) for which `says` holds."""
     seen: set[int] = set()
     item: BaseException | None = error
     while item is not None and id(item) not in seen:
         seen.add(id(item))
         if says(item):
-            return True
+            return item
         if isinstance(item, DBAPIError) and item.orig is not None and says(item.orig):
-            return True
+            return item.orig
         item = item.__cause__ or item.__context__
-    return False
+    return None
 
 
 def _reason_text(exc: BaseException) -> str:
@@ -417,9 +419,10 @@ def connection_lost(error: BaseException) -> bool:
     (the database restarted, failed over or ended the session): SQLAlchemy's error with
     ``connection_invalidated``. The store opens new connections for the next transactions,
     so the request that met it may simply be sent again."""
-    return _raised_from(
+    lost = _raised_from(
         error, lambda item: isinstance(item, DBAPIError) and item.connection_invalidated
     )
+    return lost is not None
 
 
 #: What says a disk is full: SQLite's ``SQLITE_FULL`` ("database or disk is full"),
@@ -429,11 +432,12 @@ _DISK_FULL_SQLSTATE: Final = "53100"
 _DISK_FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
-def storage_full(error: BaseException) -> bool:
-    """Whether `error`, or an error it was raised from, says that a disk is full: the
-    database's (SQLite's file or PostgreSQL's tables) or the upload folder's. The work that met
-    it saved nothing (SQLite and PostgreSQL roll the statement's transaction back; an upload's
-    temporary file is removed); it can be sent again once space is freed."""
+def storage_full(error: BaseException) -> BaseException | None:
+    """The error that says a disk is full, `error` itself or one it was raised from (the
+    driver's, the system's), else None: the database's disk (SQLite's file or PostgreSQL's
+    tables) or the upload folder's. The work that met it saved nothing (SQLite and PostgreSQL
+    roll the statement's transaction back; an upload's temporary file is removed); it can be
+    sent again once space is freed."""
     return _raised_from(error, _says_disk_full)
 
 
