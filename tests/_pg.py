@@ -72,6 +72,8 @@ class PostgresCluster:
     base: Path
     port: int
     run_as: list[str] = field(default_factory=list)
+    #: The server's options (``pg_ctl start -o``), to start it again after `stop_server`.
+    options: str = ""
     _databases: int = 0
 
     @property
@@ -127,6 +129,28 @@ class PostgresCluster:
                 f"PostgreSQL: could not {what} (exit {result.returncode}).\n"
                 f"$ {shlex.join(command)}\n{result.stdout}{result.stderr}{log}"
             )
+
+    def stop_server(self) -> None:
+        """Stop the server and keep the cluster (``pg_ctl stop -m fast``), as a restart's first
+        half: its sessions end, and new connections are refused until `start_server`."""
+        self._run(self.bindir / "pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop", what="stop")
+
+    def start_server(self) -> None:
+        """Start the server again, with the options it first started with."""
+        self._run(
+            self.bindir / "pg_ctl",
+            "-D",
+            self.data,
+            "-l",
+            self.log,
+            "-o",
+            self.options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+            what="start the server (pg_ctl start)",
+        )
 
     def stop(self) -> None:
         try:
@@ -190,21 +214,8 @@ def start_cluster(*, durable: bool = False, max_connections: int | None = None) 
         listen = ["-k", str(cluster.socket_dir), "-h", "", "-p", str(cluster.port)]
         fast = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
         limit = [] if max_connections is None else ["-c", f"max_connections={max_connections}"]
-        options = shlex.join([*listen, *([] if durable else fast), *limit])
-        cluster._run(
-            bindir / "pg_ctl",
-            "-D",
-            cluster.data,
-            "-l",
-            cluster.log,
-            "-o",
-            options,
-            "-w",
-            "-t",
-            "60",
-            "start",
-            what="start the server (pg_ctl start)",
-        )
+        cluster.options = shlex.join([*listen, *([] if durable else fast), *limit])
+        cluster.start_server()
     except BaseException:
         cluster.stop()
         raise

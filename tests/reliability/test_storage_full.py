@@ -324,8 +324,9 @@ def test_the_servers_log_says_a_full_disk_in_one_line(capsys: pytest.CaptureFixt
         log.warning("the sweep failed", exc_info=True)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == (
-        "WARNING:  handrail.runtime: could not renew the turn lease of h1 (a disk is full: "
-        "OSError: [Errno 28] No space left on device)"
+        "WARNING:  handrail.runtime: could not renew the turn lease of h1 (a disk is full "
+        "(OSError: [Errno 28] No space left on device); free space on the disk of the database "
+        "or of the upload folder (blob_dir))"
     )
     assert lines[1] == "WARNING:  handrail.runtime: the sweep failed"
     assert lines[2] == "Traceback (most recent call last):"

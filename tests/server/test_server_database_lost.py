@@ -6,6 +6,7 @@ there and takes its answer."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,12 @@ from server_helpers import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from _pg import PostgresCluster, end_other_sessions
+from _pg import PostgresCluster, end_other_sessions, start_cluster
 from examples import PLAN
+from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
+from handrail.runtime.turn_end import CONNECTION_LOST_TURN, DATABASE_UNREACHABLE_TURN
 from handrail.server import create_app
 from handrail.store import Database, Store, connection_lost
 
@@ -111,3 +114,87 @@ async def test_a_store_error_of_a_lost_connection_is_a_503(
 
         api.app.state.store.histories.create = lost
         assert_database_unavailable(await api.post("/histories", {}))
+
+
+async def test_a_database_that_is_down_is_503_until_it_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL stopped (a restart's first half, or a crash) under a running server: every
+    request gets 503 ``Database unavailable``, logged in one line, while new connections are
+    refused; a turn that meets it stops saying why; once it is back, the pending ask takes its
+    answer."""
+    cluster = start_cluster()
+    try:
+        url = cluster.new_database_url()
+        agent = Agent("ops", instructions="Run jobs.")
+
+        @agent.tool(read_only=True)
+        def restart_database() -> str:
+            """Stop the database, as a restart would."""
+            cluster.stop_server()
+            return "stopped"
+
+        store = await Store.open(url, blob_dir=tmp_path / "blobs")
+        await store.permissions.set("alice", "local:ops", "read-only")
+        config = config_for(url, tmp_path)
+        runtime = Runtime(store=store, agents=[agent], model=ScriptedModel())
+        running = await start_uvicorn(create_app(config, runtime=runtime, store=store))
+        headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+        try:
+            async with httpx.AsyncClient(base_url=running.base, headers=headers, timeout=30) as c:
+                history_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
+                prompt = {"prompt": command("ask_choice", PLAN)}
+                paused = (await c.post(f"/api/histories/{history_id}/turn", json=prompt)).json()
+                call_id = paused["data"]["pendingAsk"]["toolCallId"]
+                other_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
+
+                # A turn whose tool stops the database cannot save what it did.
+                caplog.clear()
+                stop = {"prompt": "call restart_database {}"}
+                stopped = await c.post(f"/api/histories/{other_id}/turn", json=stop)
+                assert stopped.status_code == 200, stopped.text
+                assert "error" in stopped.json()["data"], stopped.text
+                assert stopped.json()["data"]["error"] in {
+                    DATABASE_UNREACHABLE_TURN,
+                    CONNECTION_LOST_TURN,
+                }
+                said = [r for r in caplog.records if r.name == "handrail.runtime"]
+                turn_said = [r for r in said if r.getMessage().startswith("turn on history")]
+                assert len(turn_said) == 1, [r.getMessage() for r in said]
+                assert turn_said[0].exc_info is None
+                assert "stopped: the database" in turn_said[0].getMessage()
+                # A background task that meets it says so once, not at every try.
+                others = [r.getMessage() for r in said if r not in turn_said]
+                assert len(others) <= 1, others
+
+                # Every request meanwhile: 503, the way forward, no traceback in the log.
+                caplog.clear()
+                answer = {
+                    "askResponse": {
+                        "toolCallId": call_id,
+                        "action": "accept",
+                        "content": {"selected": ["team"]},
+                    }
+                }
+                for response in (
+                    await c.get(f"/api/histories/{history_id}"),
+                    await c.post("/api/histories", json={}),
+                    await c.post(f"/api/histories/{history_id}/turn", json=answer),
+                    await c.get("/api/histories"),
+                ):
+                    assert_database_unavailable(response)
+                warned = [r for r in caplog.records if r.name == "handrail.server"]
+                assert len(warned) == 4, [r.getMessage() for r in warned]
+                assert all(r.exc_info is None for r in warned)
+                assert any("the database could not be reached" in r.getMessage() for r in warned)
+
+                cluster.start_server()
+                replied = await c.post(f"/api/histories/{history_id}/turn", json=answer)
+                assert replied.status_code == 200, replied.text
+                assert "ask_choice returned" in replied.json()["data"]["text"]
+        finally:
+            await stop_uvicorn(running)
+            await runtime.aclose()
+            await store.close()
+    finally:
+        cluster.stop()

@@ -161,19 +161,37 @@ class RunningBoard:
     async def _write_forever(self) -> None:
         every = self.runtime.lease_s / 3
         loop = asyncio.get_running_loop()
+        retry_at = 0.0  # after a failed write, not before this loop time
+        failing = False
         while not self._closing:
             # Until the oldest change is due, or (nothing to write) the next renewal; a change
-            # meanwhile brings the alarm forward (`_set_alarm`).
+            # meanwhile brings the alarm forward (`_set_alarm`), but not past a failed write's
+            # pause: the changes it put back are due at once, and the database is not there.
             now = loop.time()
             due = min(self._dirty.values()) + WRITE_AFTER if self._dirty else now + every
-            if due > now:
-                await self._sleep_until(loop, due)
+            while max(due, retry_at) > now:
+                await self._sleep_until(loop, max(due, retry_at))
                 if self._closing:
                     return
+                now = loop.time()
+                due = min(self._dirty.values()) + WRITE_AFTER if self._dirty else due
             try:
                 await self._write(loop.time() - WRITE_AFTER)
             except Exception:
-                log.warning("could not record the running turns", exc_info=True)
+                # Said once while it lasts (a database down or a full disk is not a new fault
+                # at each try); tried again every third of a lease.
+                if not failing:
+                    log.warning(
+                        "could not record the running turns; trying again every %g s",
+                        every,
+                        exc_info=True,
+                    )
+                failing = True
+                retry_at = loop.time() + every
+            else:
+                if failing:
+                    log.info("the running turns are recorded again")
+                failing = False
 
     async def _sleep_until(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
         """Sleep until loop time `at`, or sooner when `_set_alarm` or `_ring` says so."""

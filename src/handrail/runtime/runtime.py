@@ -36,7 +36,7 @@ from ..errors import (
     UnknownButton,
     UnknownSurface,
 )
-from ..store import Store, TurnState, UserEvent, storage_full
+from ..store import Store, TurnState, UserEvent
 from ..store.records import (
     ConfirmationRecord,
     History,
@@ -74,7 +74,7 @@ from .running import RunningBoard
 from .steps import StepRunner, TurnRun
 from .stopping import STOP_REASON, Stopper, StopResult
 from .turn import Principal, Turn, TurnStopped, finished_event
-from .turn_end import DELETED_DURING_TURN, STORAGE_FULL_TURN, TurnEnd, log_storage_full
+from .turn_end import DELETED_DURING_TURN, TurnEnd, log_stopped, stopped_by_storage
 
 log = logging.getLogger("handrail.runtime")
 
@@ -479,10 +479,11 @@ class Runtime:
                 await turn.emit(error_event(turn.error))
                 await turn.emit(done_event(turn.history_id))
             except Exception as exc:
-                if storage_full(exc):
-                    if turn.error != STORAGE_FULL_TURN:  # what it kept met the disk full too
-                        log_storage_full(turn.history_id, exc)
-                    turn.error = STORAGE_FULL_TURN
+                stopped = stopped_by_storage(exc)
+                if stopped is not None:
+                    if turn.error != stopped[0]:  # unless what it kept met it too, said once
+                        log_stopped(turn.history_id, stopped[1])
+                    turn.error = stopped[0]
                 else:
                     log.exception("turn on history %s failed", turn.history_id)
                     turn.error = "The turn failed. The server log has the details."

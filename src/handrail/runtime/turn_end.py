@@ -10,10 +10,15 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import error_line, utc_now
+from .._util import utc_now
 from ..asks import PendingAsk
 from ..errors import Conflict, HistoryNotFound
-from ..store import LeaseLost, UserEvent, request_record, storage_full
+from ..store import (
+    LeaseLost,
+    UserEvent,
+    request_record,
+    storage_trouble,
+)
 from ..store.audit import audit_record
 from ..store.events import ask_created_event as user_ask_created
 from ..store.records import UNSET, History, HistoryChange, ReleaseLease, RequestRecord
@@ -41,16 +46,37 @@ STORAGE_FULL_TURN: Final = (
     "The turn stopped: the server's disk is full. Try again once the server's administrator has "
     "freed space."
 )
+#: A turn's error when it could not reach its database (`handrail.store.database_unreachable`).
+DATABASE_UNREACHABLE_TURN: Final = (
+    "The turn stopped: the server cannot reach its database. Try again in a moment."
+)
+#: A turn's error when its database connection was lost (`handrail.store.connection_lost`): a
+#: write may have been saved.
+CONNECTION_LOST_TURN: Final = (
+    "The turn stopped: the server lost its connection to the database. Reload the "
+    "conversation to see what was saved, then try again."
+)
 
 
-def log_storage_full(history_id: str, exc: BaseException) -> None:
-    """Log a turn that met a full disk: one error line, no traceback (nothing to debug)."""
-    log.error(
-        "turn on history %s stopped: a disk is full (%s). Free space on the disk of the database "
-        "or of the upload folder (blob_dir).",
-        history_id,
-        error_line(storage_full(exc) or exc),
-    )
+#: A turn's error by what `storage_trouble` says stopped it.
+_STOPPED_TEXT: Final = {
+    "disk-full": STORAGE_FULL_TURN,
+    "unreachable": DATABASE_UNREACHABLE_TURN,
+    "connection-lost": CONNECTION_LOST_TURN,
+}
+
+
+def stopped_by_storage(exc: BaseException) -> tuple[str, str] | None:
+    """A turn stopped by its storage rather than by a fault of its own (`storage_trouble`):
+    the person's text and the log line's words (one line, no traceback: there is nothing to
+    debug); None for any other error."""
+    trouble = storage_trouble(exc)
+    return None if trouble is None else (_STOPPED_TEXT[trouble[0]], trouble[1])
+
+
+def log_stopped(history_id: str, words: str) -> None:
+    """Log a turn `stopped_by_storage` in its one line."""
+    log.error("turn on history %s stopped: %s", history_id, words)
 
 
 class TurnEnd:
@@ -283,17 +309,18 @@ class TurnEnd:
 
     async def fail(self, run: TurnRun, exc: Exception) -> None:
         """Keep what the turn did before the failure; drop the ask it had not paused on."""
+        stopped = stopped_by_storage(exc)
         if isinstance(exc, ModelError):
             log.warning("model call failed on history %s: %s", run.history.id, exc)
-        elif storage_full(exc):
-            log_storage_full(run.history.id, exc)
+        elif stopped is not None:
+            log_stopped(run.history.id, stopped[1])
         else:
             log.exception("turn on history %s failed", run.history.id, exc_info=exc)
         # An adapter's error names the adapter and the way forward: the person reads it.
         if isinstance(exc, AdapterError):
             message = str(exc)
-        elif storage_full(exc):
-            message = STORAGE_FULL_TURN
+        elif stopped is not None:
+            message = stopped[0]
         else:
             message = _failure_text()
         run.turn.error = message

@@ -13,7 +13,9 @@ closes uploaded files), with one wrapper around `send`:
 - an error raised from the database's connection lost (`handrail.store.connection_lost`: it
   restarted or failed over) is logged as a warning and answered with a 503 ``Database
   unavailable`` and ``Retry-After: 1``: the store opens new connections, so sending the
-  request again works (a connection lost during the commit may have saved the change);
+  request again works (a connection lost during the commit may have saved the change); so is
+  an error raised while opening a connection (`handrail.store.database_unreachable`:
+  PostgreSQL down, restarting, still starting or out of connections), which never reached it;
 - an error that says a disk is full (`handrail.store.storage_full`: the database's or the upload
   folder's) is logged as an error without a traceback and answered with a 503 ``Storage full``
   and ``Retry-After``: nothing of the request was saved, and it can be sent again once space is
@@ -54,9 +56,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._util import error_line, new_uuid4
+from .._util import new_uuid4
 from ..errors import ConfigError
-from ..store import connection_lost, storage_full
+from ..store import storage_trouble
 from .bodies import unstorable_text, url_text_problems
 from .dispatch import RouteIndex
 from .problems import REQUEST_ID_HEADER, problem_response
@@ -85,7 +87,32 @@ _STORAGE_FULL: Final = {
 }
 _STORAGE_FULL_RETRY: Final = "60"
 
+#: A request whose store call could not open a connection to the database
+#: (`database_unreachable`: PostgreSQL down, restarting, starting or out of connections).
+_DATABASE_UNREACHABLE: Final = {
+    "status": 503,
+    "title": "Database unavailable",
+    "detail": "The server cannot reach its database right now. Send the request again in a moment.",
+    "code": "database-unavailable",
+}
+
 Handler = Callable[[Request, Exception], Any]
+
+
+def _unavailable(exc: Exception) -> tuple[dict[str, Any], str, int, str] | None:
+    """The 503 of a request that met its storage unavailable (`storage_trouble`): its
+    problem, ``Retry-After``, and the log line's level and words; None for any other error.
+    A lost connection or none to be had is a moment's trouble (PostgreSQL restarting, failing
+    over); a full disk needs an administrator, so the client waits longer, and is an error."""
+    trouble = storage_trouble(exc)
+    if trouble is None:
+        return None
+    kind, words = trouble
+    if kind == "connection-lost":
+        return _DATABASE_LOST, "1", logging.WARNING, words
+    if kind == "unreachable":
+        return _DATABASE_UNREACHABLE, "1", logging.WARNING, words
+    return _STORAGE_FULL, _STORAGE_FULL_RETRY, logging.ERROR, f"nothing was saved: {words}"
 
 
 class Edge:
@@ -155,38 +182,21 @@ class Edge:
                     await response(scope, receive, send_with_id)
                 exc.__traceback__ = None  # an instance raised again keeps no old frames
         except Exception as exc:
-            if connection_lost(exc):
-                # The database restarted or failed over: the store opens new connections, so
-                # the client may send the request again (reading first: a connection lost
-                # during the commit may have saved it).
-                log.warning(
-                    "%s %s (request %s) lost its database connection: %s",
+            unavailable = _unavailable(exc)
+            if unavailable is not None:
+                problem, retry_after, level, what = unavailable
+                log.log(
+                    level,
+                    "%s %s (request %s): %s",
                     scope.get("method"),
                     scope.get("path"),
                     request_id,
-                    type(exc).__name__,
+                    what,
                 )
                 if not started:
-                    await problem_response(scope, _DATABASE_LOST, headers={"Retry-After": "1"})(
+                    await problem_response(scope, problem, headers={"Retry-After": retry_after})(
                         scope, receive, send_with_id
                     )
-                return
-            full = storage_full(exc)
-            if full is not None:
-                # Nothing of the request was saved (the transaction rolled back, an upload's
-                # temporary file is gone): the person may send it again once space is freed.
-                log.error(
-                    "%s %s (request %s) was not saved: a disk is full (%s). Free space on the "
-                    "disk of the database or of the upload folder (blob_dir).",
-                    scope.get("method"),
-                    scope.get("path"),
-                    request_id,
-                    error_line(full),
-                )
-                if not started:
-                    await problem_response(
-                        scope, _STORAGE_FULL, headers={"Retry-After": _STORAGE_FULL_RETRY}
-                    )(scope, receive, send_with_id)
                 return
             log.exception(
                 "unhandled error in %s %s (request %s)",

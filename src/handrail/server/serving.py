@@ -54,9 +54,9 @@ import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from .._util import error_line, new_uuid4
+from .._util import new_uuid4
 from ..errors import ConfigError
-from ..store import storage_full
+from ..store import storage_trouble
 from .config import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
@@ -513,17 +513,18 @@ def _why_not(error: OSError) -> str:
     return f"{error.strerror or error}."
 
 
-class DiskFullLines(logging.Filter):
-    """A log line whose error says that a disk is full (`handrail.store.storage_full`) keeps
-    to one line, the error's at its end, without a traceback: a background task that met the
-    full disk (a lease's renewal, a sweep, the outbox) tells the administrator what the line
-    says, and a traceback a few seconds would bury it."""
+class StorageLines(logging.Filter):
+    """A log line whose error is the storage unavailable (`handrail.store.storage_trouble`: a
+    full disk, the database unreachable or its connection lost) keeps to one line, what
+    happened at its end, without a traceback: a background task that met it (a lease's
+    renewal, a sweep, the outbox) tells the administrator what the line says, and tracebacks
+    would bury it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        full = storage_full(error) if error is not None else None
-        if full is not None:
-            record.msg = f"{record.getMessage()} (a disk is full: {error_line(full)})"
+        trouble = storage_trouble(error) if error is not None else None
+        if trouble is not None:
+            record.msg = f"{record.getMessage()} ({trouble[1]})"
             record.args = None
             record.exc_info = None
             record.exc_text = None
@@ -533,9 +534,9 @@ class DiskFullLines(logging.Filter):
 def log_config(log_level: str) -> dict[str, Any]:
     """uvicorn's logging configuration, and handrail's loggers (``handrail.*``) beside it at
     `log_level`: ``WARNING:  handrail.store: ...`` on standard error, as uvicorn's own lines
-    (a full disk's error in one line, `DiskFullLines`)."""
+    (the storage's trouble in one line, `StorageLines`)."""
     config = copy.deepcopy(LOGGING_CONFIG)
-    config.setdefault("filters", {})["disk_full"] = {"()": DiskFullLines}
+    config.setdefault("filters", {})["storage"] = {"()": StorageLines}
     config["formatters"]["handrail"] = {
         "()": "uvicorn.logging.DefaultFormatter",
         "fmt": "%(levelprefix)s %(name)s: %(message)s",
@@ -545,7 +546,7 @@ def log_config(log_level: str) -> dict[str, Any]:
         "formatter": "handrail",
         "class": "logging.StreamHandler",
         "stream": "ext://sys.stderr",
-        "filters": ["disk_full"],
+        "filters": ["storage"],
     }
     # Propagating too: a handler of the root logger (none in `handrail serve`; pytest's
     # capture, an embedding program's) hears them as well.

@@ -36,9 +36,11 @@ from handrail.store.db import (
     DEFAULT_URL,
     Database,
     connection_lost,
+    database_unreachable,
     driver_url,
     not_up_yet,
     storage_full,
+    storage_trouble,
 )
 from handrail.store.events import EVENT_KINDS, EventBus, EventKind, Subscription, UserEvent
 from handrail.store.files import FileRepo
@@ -126,10 +128,12 @@ __all__ = [
     "TurnState",
     "UserEvent",
     "connection_lost",
+    "database_unreachable",
     "default_blob_dir",
     "not_up_yet",
     "request_record",
     "storage_full",
+    "storage_trouble",
 ]
 
 

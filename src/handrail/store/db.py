@@ -70,6 +70,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
+from handrail._util import error_line
 from handrail.errors import ConfigError, DatabaseUnavailable, HandrailError
 from handrail.store._types import stored_json_text
 from handrail.store.greenlets import spawn
@@ -467,6 +468,58 @@ def _on_error(context: ExceptionContext) -> None:
         context.is_disconnect = True
 
 
+#: The attribute that marks an error raised while opening a connection to PostgreSQL
+#: (`database_unreachable`).
+_CONNECTING: Final = "handrail_while_connecting"
+
+
+def _connect_marked(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+    """SQLAlchemy's ``do_connect`` hook (PostgreSQL): the driver's connect, as SQLAlchemy's
+    own, with the error it raises marked as raised while connecting (`database_unreachable`)."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except Exception as exc:
+        with contextlib.suppress(AttributeError):  # an error that takes no attribute
+            setattr(exc, _CONNECTING, True)
+        raise
+
+
+def database_unreachable(error: BaseException) -> BaseException | None:
+    """The error raised while opening a connection to PostgreSQL, `error` itself or one it
+    was raised from, else None: it is down or restarting (refused, its socket gone), still
+    starting, out of connections, or refuses this user now. The work that met it never reached
+    the database; the same work may succeed in a moment."""
+    return _raised_from(error, lambda item: getattr(item, _CONNECTING, False) is True)
+
+
+#: What `storage_trouble` says of an error.
+StorageTrouble = Literal["connection-lost", "unreachable", "disk-full"]
+
+
+def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
+    """Whether `error` is the storage unavailable rather than a fault of the work that met it,
+    and which, with a log line's words for it (one line: a traceback would say no more):
+
+    - ``connection-lost``: the database's connection lost (`connection_lost`); a write may
+      have been saved;
+    - ``unreachable``: no connection to be had (`database_unreachable`);
+    - ``disk-full``: a full disk (`storage_full`); nothing was saved.
+
+    None for any other error."""
+    if connection_lost(error):
+        return "connection-lost", f"the database connection was lost ({error_line(error)})"
+    unreachable = database_unreachable(error)
+    if unreachable is not None:
+        return "unreachable", f"the database could not be reached ({error_line(unreachable)})"
+    full = storage_full(error)
+    if full is not None:
+        return "disk-full", (
+            f"a disk is full ({error_line(full)}); free space on the disk of the database or of "
+            "the upload folder (blob_dir)"
+        )
+    return None
+
+
 def _transaction_on(engine: Engine, work: Callable[..., T], args: tuple[Any, ...]) -> T:
     """In a greenlet (`handrail.store.greenlets.spawn`): `work` in a transaction of `engine`,
     a connection of its pool; committed when it returns, rolled back when it raises."""
@@ -666,6 +719,7 @@ class Database:
             # Values go as soon as SQLAlchemy catches the error, before its rollback and
             # whatever it logs while the error is being handled.
             event.listen(self.engine.sync_engine, "handle_error", _on_error)
+            event.listen(self.engine.sync_engine, "do_connect", _connect_marked)
             self._pg = Kept(self.engine.sync_engine, PG_POOL_SIZE + PG_POOL_OVERFLOW)
         self._snapshot = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
