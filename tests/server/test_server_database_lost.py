@@ -6,7 +6,6 @@ there and takes its answer."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,15 @@ def assert_database_unavailable(response: httpx.Response) -> None:
     assert "Traceback" not in response.text
 
 
+async def paused_conversation(c: httpx.AsyncClient) -> tuple[str, str]:
+    """A new conversation of the client's user, paused on the plan choice: its id and the
+    ask's tool call id."""
+    history_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
+    prompt = {"prompt": command("ask_choice", PLAN)}
+    paused = (await c.post(f"/api/histories/{history_id}/turn", json=prompt)).json()
+    return history_id, paused["data"]["pendingAsk"]["toolCallId"]
+
+
 async def test_a_lost_database_connection_is_503_then_the_server_goes_on(
     postgres_cluster: PostgresCluster, tmp_path: Path
 ) -> None:
@@ -54,10 +62,7 @@ async def test_a_lost_database_connection_is_503_then_the_server_goes_on(
     headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
     try:
         async with httpx.AsyncClient(base_url=running.base, headers=headers, timeout=30) as c:
-            history_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
-            prompt = {"prompt": command("ask_choice", PLAN)}
-            paused = (await c.post(f"/api/histories/{history_id}/turn", json=prompt)).json()
-            call_id = paused["data"]["pendingAsk"]["toolCallId"]
+            history_id, call_id = await paused_conversation(c)
 
             async with Database(url) as other:
                 await other.write(end_other_sessions)
@@ -142,10 +147,7 @@ async def test_a_database_that_is_down_is_503_until_it_is_back(
         headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
         try:
             async with httpx.AsyncClient(base_url=running.base, headers=headers, timeout=30) as c:
-                history_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
-                prompt = {"prompt": command("ask_choice", PLAN)}
-                paused = (await c.post(f"/api/histories/{history_id}/turn", json=prompt)).json()
-                call_id = paused["data"]["pendingAsk"]["toolCallId"]
+                history_id, call_id = await paused_conversation(c)
                 other_id = (await c.post("/api/histories", json={})).json()["data"]["id"]
 
                 # A turn whose tool stops the database cannot save what it did.
