@@ -1,10 +1,12 @@
-"""Small shared helpers every layer may use: ids and timestamps in the wire format, and text
-made storable."""
+"""Small shared helpers every layer may use: ids and timestamps in the wire format, text made
+storable, an error in one line, and what a background task says while its work fails
+(`Failing`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import re
 import time
@@ -383,3 +385,44 @@ def title_from_name(name: str) -> str:
     words = [w.upper() if w in _CAPITALS else w for w in words]
     text = " ".join(words)
     return text[0].upper() + text[1:]
+
+
+# --- a background task's repeated work that may fail for a while ---------------------------
+
+
+class Failing:
+    """What a background task says of its repeated work (a sweep, a renewal, a poll) while the
+    work fails, as it may for a while (the database down or restarting, a full disk): the
+    first failure with its traceback, the next ones at ``DEBUG`` only, and the first success
+    after them that the work goes again. A failure every few seconds does not bury the log,
+    and the administrator still reads what failed and when it came back. Call `failed` in the
+    ``except`` of a try and `succeeded` after a try that worked."""
+
+    __slots__ = ("_log", "_what", "failing")
+
+    def __init__(self, log: logging.Logger, what: str) -> None:
+        self._log = log
+        #: The work, as a log line's subject: "the sweep for lapsed turns".
+        self._what = what
+        self.failing = False
+
+    def failed(self, *, again_s: float | None = None) -> None:
+        """The try failed (call it while its exception is handled): said with the traceback
+        the first time, at ``DEBUG`` while it goes on failing."""
+        if self.failing:
+            self._log.debug("%s failed again", self._what, exc_info=True)
+            return
+        self.failing = True
+        every = f" every {again_s:g} s" if again_s is not None else ""
+        self._log.warning(
+            "%s failed; it is tried again%s, and said again once it works",
+            self._what,
+            every,
+            exc_info=True,
+        )
+
+    def succeeded(self) -> None:
+        """The try worked: said when the ones before it failed."""
+        if self.failing:
+            self.failing = False
+            self._log.info("%s works again", self._what)

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError
 
 from _pg import PostgresCluster
 from examples import PLAN
+from handrail._util import Failing
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
@@ -331,3 +332,41 @@ def test_the_servers_log_says_a_full_disk_in_one_line(capsys: pytest.CaptureFixt
     assert lines[1] == "WARNING:  handrail.runtime: the sweep failed"
     assert lines[2] == "Traceback (most recent call last):"
     assert lines[-1] == "ValueError: a bug"
+
+
+def test_a_background_task_says_its_failures_once_and_when_it_works_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = logging.getLogger("handrail.runtime")
+    sweeps = Failing(log, "the sweep for lapsed turns")
+    caplog.set_level(logging.DEBUG, logger="handrail")
+
+    def attempt(fails: bool) -> None:
+        try:
+            if fails:
+                raise ConnectionRefusedError(111, "Connect call failed")
+        except ConnectionRefusedError:
+            sweeps.failed(again_s=5)
+        else:
+            sweeps.succeeded()
+
+    for fails in (False, True, True, True, False, False, True):
+        attempt(fails)
+    said = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert said == [
+        (
+            "WARNING",
+            "the sweep for lapsed turns failed; it is tried again every 5 s, and said again "
+            "once it works",
+            True,
+        ),
+        ("DEBUG", "the sweep for lapsed turns failed again", True),
+        ("DEBUG", "the sweep for lapsed turns failed again", True),
+        ("INFO", "the sweep for lapsed turns works again", False),
+        (
+            "WARNING",
+            "the sweep for lapsed turns failed; it is tried again every 5 s, and said again "
+            "once it works",
+            True,
+        ),
+    ]

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .._util import iso, new_id, utc_now
+from .._util import Failing, iso, new_id, utc_now
 from ..actions import ActionSet, ActionTool
 from ..connections import (
     Catalog,
@@ -196,6 +196,7 @@ class ConnectionHub:
         await asyncio.gather(*(link.aclose() for link in links), return_exceptions=True)
 
     async def _sync_loop(self) -> None:
+        reads = Failing(log, "reading the saved connections")
         while not self._closing.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.sync_every):
@@ -205,7 +206,9 @@ class ConnectionHub:
             try:
                 await self.sync()
             except Exception:
-                log.exception("reading the saved connections failed")
+                reads.failed(again_s=self.sync_every)
+            else:
+                reads.succeeded()
 
     async def sync(self) -> None:
         """Bring this process's links in line with the saved connections."""

@@ -34,7 +34,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from .._util import utc_now
+from .._util import Failing, utc_now
 from ..asks import AskSurface, PendingAsk
 from ..store import Store, TurnLease, TurnState
 from .answer_files import (
@@ -106,14 +106,17 @@ class Recovery:
         every = self.runtime.lease_s / 3
         if wait_first:
             await asyncio.sleep(every)
+        renewals = Failing(log, f"renewing the turn lease of {history_id}")
         while True:
             try:
                 held = await self.store.leases.heartbeat(
                     history_id, self.runtime.owner, self._until()
                 )
             except Exception:
-                log.warning("could not renew the turn lease of %s", history_id, exc_info=True)
+                renewals.failed(again_s=every)
                 held = True  # tried again at the next beat
+            else:
+                renewals.succeeded()
             if not held:
                 return
             await asyncio.sleep(every)
@@ -133,22 +136,35 @@ class Recovery:
     async def _sweep_forever(self) -> None:
         loop = asyncio.get_running_loop()
         blobs_due = loop.time()  # at the first sweep, then every BLOB_SWEEP_S
+        every = self.runtime.lease_s / 2
+        sweeps = (
+            (Failing(log, "the sweep for lapsed turns"), self._sweep_leases),
+            (Failing(log, "the sweep for expired and due asks"), self._sweep_gates),
+        )
+        blob_sweeps = Failing(log, "the sweep of the blob folder")
         while True:
-            await asyncio.sleep(self.runtime.lease_s / 2)
-            try:
-                await self.sweep()
-            except Exception:
-                log.warning("the sweep for lapsed turns failed", exc_info=True)
-            try:
-                await self.runtime.sweep_gates()
-            except Exception:
-                log.warning("the sweep for expired and due asks failed", exc_info=True)
+            await asyncio.sleep(every)
+            for failing, sweep in sweeps:
+                try:
+                    await sweep()
+                except Exception:
+                    failing.failed(again_s=every)
+                else:
+                    failing.succeeded()
             if loop.time() >= blobs_due:
                 blobs_due = loop.time() + BLOB_SWEEP_S
                 try:
                     await self.store.files.sweep_blobs()
                 except Exception:
-                    log.warning("the sweep of the blob folder failed", exc_info=True)
+                    blob_sweeps.failed(again_s=BLOB_SWEEP_S)
+                else:
+                    blob_sweeps.succeeded()
+
+    async def _sweep_leases(self) -> None:
+        await self.sweep()
+
+    async def _sweep_gates(self) -> None:
+        await self.runtime.sweep_gates()
 
     async def sweep(self) -> list[Turn]:
         """Take over every lapsed lease this runtime can claim, then remove the kept copies of

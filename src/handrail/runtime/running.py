@@ -22,7 +22,7 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import utc_now
+from .._util import Failing, utc_now
 from ..store.running import RunningTurn
 from .turn import Turn
 
@@ -162,7 +162,7 @@ class RunningBoard:
         every = self.runtime.lease_s / 3
         loop = asyncio.get_running_loop()
         retry_at = 0.0  # after a failed write, not before this loop time
-        failing = False
+        writes = Failing(log, "recording the running turns")
         while not self._closing:
             # Until the oldest change is due, or (nothing to write) the next renewal; a change
             # meanwhile brings the alarm forward (`_set_alarm`), but not past a failed write's
@@ -178,20 +178,10 @@ class RunningBoard:
             try:
                 await self._write(loop.time() - WRITE_AFTER)
             except Exception:
-                # Said once while it lasts (a database down or a full disk is not a new fault
-                # at each try); tried again every third of a lease.
-                if not failing:
-                    log.warning(
-                        "could not record the running turns; trying again every %g s",
-                        every,
-                        exc_info=True,
-                    )
-                failing = True
+                writes.failed(again_s=every)  # tried again every third of a lease
                 retry_at = loop.time() + every
             else:
-                if failing:
-                    log.info("the running turns are recorded again")
-                failing = False
+                writes.succeeded()
 
     async def _sleep_until(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
         """Sleep until loop time `at`, or sooner when `_set_alarm` or `_ring` says so."""

@@ -41,7 +41,7 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from .._util import iso, utc_now
+from .._util import Failing, iso, utc_now
 from ..asks import PendingAsk
 from ..policy.rules import ADMINS
 from ..runtime.approvals import approves, is_approver
@@ -290,12 +290,15 @@ class Reach:
             self._client = None
 
     async def _run(self) -> None:
+        reads = Failing(log, "reading the outbox")
         while True:
             try:
                 await self.run_outbox()
                 await self.run_due()
             except Exception:
-                log.exception("the outbox could not be read; trying again")
+                reads.failed(again_s=self._poll_s)
+            else:
+                reads.succeeded()
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_s)
