@@ -190,16 +190,14 @@ def _open_store(config: ServerConfig, log_level: str, *, settings: bool) -> None
 
     from .errors import ConfigError, DatabaseUnavailable
     from .server.serving import log_config
-    from .store import LocalBlobStore, Store, default_blob_dir
+    from .store import Store, local_blobs
 
     logging.config.dictConfig(log_config(log_level))
 
     def said(exc: ConfigError, setting: str) -> ConfigError:
         return ConfigError(f"{exc}\n  ({setting})" if settings else str(exc))
 
-    blobs = LocalBlobStore(
-        config.blob_dir if config.blob_dir is not None else default_blob_dir(config.database_url)
-    )
+    blobs = local_blobs(config.database_url, config.blob_dir)
     try:
         blobs.check()  # first: it changes nothing but the folder it makes
     except ConfigError as exc:

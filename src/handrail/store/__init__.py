@@ -130,6 +130,7 @@ __all__ = [
     "connection_lost",
     "database_unreachable",
     "default_blob_dir",
+    "local_blobs",
     "not_up_yet",
     "request_record",
     "storage_full",
@@ -146,6 +147,11 @@ def default_blob_dir(url: str | URL | None) -> Path:
         path = Path(database)
         return path.with_name(f"{path.stem}-files")
     return Path("handrail-files")
+
+
+def local_blobs(url: str | URL | None, blob_dir: Path | None = None) -> LocalBlobStore:
+    """The upload folder of the database at `url`: `blob_dir`, or `default_blob_dir`."""
+    return LocalBlobStore(blob_dir if blob_dir is not None else default_blob_dir(url))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -250,7 +256,7 @@ class Store:
         still starting) is waited for (`Database.migrate`); by default it is not.
         """
         if blobs is None:
-            blobs = LocalBlobStore(blob_dir if blob_dir is not None else default_blob_dir(url))
+            blobs = local_blobs(url, blob_dir)
         db = Database(url, synchronous=synchronous)
         try:
             if migrate:
