@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError
 from _pg import PostgresCluster
 from examples import PLAN
 from handrail._util import Failing
+from handrail.errors import DatabaseUnavailable
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
@@ -370,3 +371,17 @@ def test_a_background_task_says_its_failures_once_and_when_it_works_again(
             True,
         ),
     ]
+
+
+async def test_a_database_whose_disk_is_full_at_start_says_so(tmp_path: Path) -> None:
+    """A new database on a disk too small for its tables: the start stops saying why and what
+    to do (the upgrade is one transaction, so a later start begins it again)."""
+    with small_disk(tmp_path / "disk", "200k") as disk:
+        url = f"sqlite:///{disk / 'handrail.db'}"
+        with pytest.raises(DatabaseUnavailable) as raised:
+            await Store.open(url, blob_dir=tmp_path / "files")
+        assert str(raised.value) == (
+            f"Could not bring the database {url} up to date: database or disk is full. Its "
+            "disk is full: free space on it, then start again (the upgrade is one transaction: "
+            "nothing of it was kept)."
+        )

@@ -297,7 +297,9 @@ def _open_failed(
     reason_text = _reason_text(exc)
     if waited is not None:
         reason_text += f" (after waiting {waited:.0f} s for it to accept connections)"
-    if url.get_backend_name() == "sqlite":
+    if storage_full(exc) is not None:
+        fix = "Its disk is full: free space on it, then start again."
+    elif url.get_backend_name() == "sqlite":
         fix = (
             "Give the path of a handrail database file, or of a new one in a folder this user "
             "may write in."
@@ -1218,6 +1220,12 @@ class Database:
             except HandrailError:
                 raise
             except Exception as exc:
+                if opened and storage_full(exc) is not None:
+                    raise DatabaseUnavailable(
+                        f"Could not bring the database {shown_url(self.url)} up to date: "
+                        f"{_reason_text(exc)}. Its disk is full: free space on it, then start "
+                        "again (the upgrade is one transaction: nothing of it was kept)."
+                    ) from exc
                 if opened:  # a migration failed: its own error, as it is
                     raise
                 waited = time.monotonic() - started
