@@ -21,6 +21,8 @@ from server_helpers import (
     stop_uvicorn,
 )
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SATimeoutError
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from _pg import PostgresCluster, end_other_sessions, start_cluster
 from examples import PLAN
@@ -29,7 +31,7 @@ from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn_end import CONNECTION_LOST_TURN, DATABASE_UNREACHABLE_TURN
 from handrail.server import create_app
-from handrail.store import Database, Store, connection_lost
+from handrail.store import Database, Store, connection_lost, storage_trouble
 
 
 def assert_database_unavailable(response: httpx.Response) -> None:
@@ -200,3 +202,22 @@ async def test_a_database_that_is_down_is_503_until_it_is_back(
             await store.close()
     finally:
         cluster.stop()
+
+
+async def test_a_pool_with_no_connection_to_give_is_unreachable(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """SQLAlchemy's pool that waited its time for a connection (every one busy) raises its
+    TimeoutError: the work never reached the database, as when PostgreSQL is down."""
+    url = postgres_cluster.new_database_url()
+    engine = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=0.2)
+    try:
+        async with engine.connect():
+            with pytest.raises(SATimeoutError) as raised:
+                await engine.connect()
+        trouble = storage_trouble(raised.value)
+        assert trouble is not None
+        assert trouble[0] == "unreachable"
+        assert "QueuePool limit" in trouble[1]
+    finally:
+        await engine.dispose()

@@ -67,6 +67,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, ExceptionContext, Row, create_engine, event, pool, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
@@ -487,11 +488,18 @@ def _connect_marked(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any
 
 
 def database_unreachable(error: BaseException) -> BaseException | None:
-    """The error raised while opening a connection to PostgreSQL, `error` itself or one it
-    was raised from, else None: it is down or restarting (refused, its socket gone), still
-    starting, out of connections, or refuses this user now. The work that met it never reached
-    the database; the same work may succeed in a moment."""
-    return _raised_from(error, lambda item: getattr(item, _CONNECTING, False) is True)
+    """The error raised while opening a connection to PostgreSQL, or the pool's when it had
+    none to give in time, `error` itself or one it was raised from, else None: the database is
+    down or restarting (refused, its socket gone), still starting, out of connections, or
+    refuses this user now. The work that met it never reached the database; the same work may
+    succeed in a moment."""
+    return _raised_from(error, _says_unreachable)
+
+
+def _says_unreachable(error: BaseException) -> bool:
+    # A pool that gave no connection in its time: every one is busy (the database too slow
+    # for the load, or a long lock), as out of connections as PostgreSQL's own limit.
+    return getattr(error, _CONNECTING, False) is True or isinstance(error, PoolTimeout)
 
 
 #: What `storage_trouble` says of an error.
