@@ -6,6 +6,7 @@ there and takes its answer."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,15 @@ def assert_database_unavailable(response: httpx.Response) -> None:
     assert body["code"] == "database-unavailable"
     assert "again" in body["detail"]
     assert "Traceback" not in response.text
+
+
+def said_by_events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    """What the event bus logged at INFO and above: its level and words."""
+    return [
+        (r.levelname, r.getMessage())
+        for r in caplog.records
+        if r.name == "handrail.events" and r.levelno >= logging.INFO
+    ]
 
 
 async def paused_conversation(c: httpx.AsyncClient) -> tuple[str, str]:
@@ -130,6 +140,7 @@ async def test_a_database_that_is_down_is_503_until_it_is_back(
     request gets 503 ``Database unavailable``, logged in one line, while new connections are
     refused; a turn that meets it stops saying why; once it is back, the pending ask takes its
     answer."""
+    caplog.set_level(logging.INFO, logger="handrail")
     cluster = start_cluster()
     try:
         url = cluster.new_database_url()
@@ -172,6 +183,7 @@ async def test_a_database_that_is_down_is_503_until_it_is_back(
                 assert len(others) <= 1, others
 
                 # Every request meanwhile: 503, the way forward, no traceback in the log.
+                earlier = said_by_events(caplog)
                 caplog.clear()
                 answer = {
                     "askResponse": {
@@ -196,6 +208,22 @@ async def test_a_database_that_is_down_is_503_until_it_is_back(
                 replied = await c.post(f"/api/histories/{history_id}/turn", json=answer)
                 assert replied.status_code == 200, replied.text
                 assert "ask_choice returned" in replied.json()["data"]["text"]
+
+                # The events' listening connection came back too, said once each way (its
+                # tries in between, every 0.2 s growing to 5 s, at debug).
+                async with asyncio.timeout(15):
+                    while not any(r.name == "handrail.events" for r in caplog.records):
+                        await asyncio.sleep(0.1)
+                heard = earlier + said_by_events(caplog)
+                listening = [m for _, m in heard if "listening" in m]
+                assert len(listening) == 2, heard
+                assert listening[0].startswith("listening for events failed ("), heard
+                assert listening[1] == "listening for events again"
+                sending = [m for _, m in heard if "other processes" in m]
+                assert len(sending) <= 2, heard  # failed once, then back (if it failed)
+                if sending:
+                    assert sending[0].startswith("could not send"), heard
+                    assert sending[1:] in ([], ["events reach other processes again"]), heard
         finally:
             await stop_uvicorn(running)
             await runtime.aclose()

@@ -280,6 +280,8 @@ class EventBus:
             sent = self._sent = asyncio.get_running_loop().create_future()
             try:
                 await self._send(batch, payloads)
+                if failures:
+                    log.info("events reach other processes again")
                 failures = 0
             except Exception as exc:
                 # Again, first, after a pause that grows while the database stays out of reach
@@ -288,7 +290,9 @@ class EventBus:
                 # link failed (a process that heard them drops them).
                 pause = _RESEND_S[min(failures, len(_RESEND_S) - 1)]
                 failures += 1
-                log.warning(
+                # Said once an outage: the tries after it fail alike until it is over.
+                log.log(
+                    logging.WARNING if failures == 1 else logging.DEBUG,
                     "could not send %d events to other processes (%s); trying again in %g s",
                     len(batch),
                     type(exc).__name__,
@@ -674,15 +678,26 @@ class EventBus:
             self._outgoing.clear()
 
     async def _listen(self) -> None:
-        attempt = 0
+        attempt = 0  # tries since the link last worked
         first = True
         while not self._closed:
             try:
-                await self._listen_once(first)
+                await self._listen_once(first, attempt)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("listening for events failed (%s); reconnecting", type(exc).__name__)
+                why = type(exc).__name__
+            else:
+                why = "its connection ended"
+            if self._closed:
+                return
+            if self._listening is not None and self._listening.is_set():
+                attempt = 0  # the link worked: its loss is a new outage, tried again soon
+            if attempt == 0:
+                # Said once an outage: the tries after it fail alike until it is over.
+                log.warning("listening for events failed (%s); reconnecting", why)
+            else:
+                log.debug("listening for events failed again (%s)", why)
             first = False
             if self._listening is not None:
                 self._listening.clear()
@@ -690,7 +705,7 @@ class EventBus:
             attempt += 1
             await asyncio.sleep(delay)
 
-    async def _listen_once(self, first: bool) -> None:
+    async def _listen_once(self, first: bool, attempt: int = 0) -> None:
         assert self._db is not None
         assert isinstance(self._db.engine, AsyncEngine)
         lost = asyncio.Event()
@@ -707,6 +722,8 @@ class EventBus:
             self._driver = driver
             assert self._listening is not None
             self._listening.set()
+            if attempt > 0:
+                log.info("listening for events again")
             if not first:
                 # Events may have come while the link was down: the kept ones end before that
                 # gap, so a replay from one of them would skip it without a word; a
