@@ -52,6 +52,7 @@ from typing import Any, ClassVar, Final, Literal, cast
 
 import uvicorn
 from uvicorn.config import LOGGING_CONFIG
+from uvicorn.logging import DefaultFormatter
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from .._util import new_uuid4
@@ -513,32 +514,34 @@ def _why_not(error: OSError) -> str:
     return f"{error.strerror or error}."
 
 
-class StorageLines(logging.Filter):
-    """A log line whose error is the storage unavailable (`handrail.store.storage_trouble`: a
-    full disk, the database unreachable or its connection lost) keeps to one line, what
-    happened at its end, without a traceback: a background task that met it (a lease's
-    renewal, a sweep, the outbox) tells the administrator what the line says, and tracebacks
-    would bury it."""
+class HandrailFormatter(DefaultFormatter):
+    """uvicorn's formatter for handrail's lines, and a line whose error is the storage
+    unavailable (`handrail.store.storage_trouble`: a full disk, the database unreachable or its
+    connection lost) kept to one line, what happened at its end, without a traceback: a
+    background task that met it (a lease's renewal, a sweep, the outbox) tells the
+    administrator what the line says, and tracebacks would bury it. The record itself is left
+    as it is for every other handler."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def format(self, record: logging.LogRecord) -> str:
         error = record.exc_info[1] if record.exc_info else None
         trouble = storage_trouble(error) if error is not None else None
-        if trouble is not None:
-            record.msg = f"{record.getMessage()} ({trouble[1]})"
-            record.args = None
-            record.exc_info = None
-            record.exc_text = None
-        return True
+        if trouble is None:
+            return super().format(record)
+        shown = logging.makeLogRecord(record.__dict__)
+        shown.msg = f"{record.getMessage()} ({trouble[1]})"
+        shown.args = None
+        shown.exc_info = None
+        shown.exc_text = None
+        return super().format(shown)
 
 
 def log_config(log_level: str) -> dict[str, Any]:
     """uvicorn's logging configuration, and handrail's loggers (``handrail.*``) beside it at
     `log_level`: ``WARNING:  handrail.store: ...`` on standard error, as uvicorn's own lines
-    (the storage's trouble in one line, `StorageLines`)."""
+    (the storage's trouble in one line, `HandrailFormatter`)."""
     config = copy.deepcopy(LOGGING_CONFIG)
-    config.setdefault("filters", {})["storage"] = {"()": StorageLines}
     config["formatters"]["handrail"] = {
-        "()": "uvicorn.logging.DefaultFormatter",
+        "()": HandrailFormatter,
         "fmt": "%(levelprefix)s %(name)s: %(message)s",
         "use_colors": None,
     }
@@ -546,7 +549,6 @@ def log_config(log_level: str) -> dict[str, Any]:
         "formatter": "handrail",
         "class": "logging.StreamHandler",
         "stream": "ext://sys.stderr",
-        "filters": ["storage"],
     }
     # Propagating too: a handler of the root logger (none in `handrail serve`; pytest's
     # capture, an embedding program's) hears them as well.
