@@ -10,16 +10,14 @@ closes uploaded files), with one wrapper around `send`:
 - a path or query holding NUL is refused as `bodies.url_text_problems` words it;
 - an exception of a route goes to the handler registered for its type (`install_problem_handlers`)
   while no response has started;
-- an error raised from the database's connection lost (`handrail.store.connection_lost`: it
-  restarted or failed over) is logged as a warning and answered with a 503 ``Database
-  unavailable`` and ``Retry-After: 1``: the store opens new connections, so sending the
-  request again works (a connection lost during the commit may have saved the change); so is
-  an error raised while opening a connection (`handrail.store.database_unreachable`:
-  PostgreSQL down, restarting, still starting or out of connections), which never reached it;
-- an error that says a disk is full (`handrail.store.storage_full`: the database's or the upload
-  folder's) is logged as an error without a traceback and answered with a 503 ``Storage full``
-  and ``Retry-After``: nothing of the request was saved, and it can be sent again once space is
-  freed;
+- an error that is the storage unavailable (`handrail.store.storage_trouble`) is one log line
+  without a traceback and a 503 with ``Retry-After``: the database's connection lost (it
+  restarted or failed over; a connection lost during the commit may have saved the change) or
+  none to be had (PostgreSQL down, restarting, still starting or out of connections: the
+  request never reached it) is a warning and ``Database unavailable`` (``Retry-After: 1``: the
+  store opens new connections); a full disk, the database's or the upload folder's, is an
+  error and ``Storage full`` (``Retry-After: 60``: nothing of the request was saved, and it can
+  be sent again once an administrator freed space);
 - anything else is logged with its traceback and the request id and answered with a 500
   ``Internal Server Error`` that says nothing of the exception (when a response had already
   started, the response ends where it is).
