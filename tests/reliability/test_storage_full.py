@@ -39,6 +39,7 @@ from handrail.runtime.turn import Principal
 from handrail.runtime.turn_end import STORAGE_FULL_TURN
 from handrail.server.serving import log_config
 from handrail.store import Database, Store, connection_lost, storage_full
+from handrail.store import db as store_db
 from handrail.store.blobs import TEMP_PREFIX
 from handrail.store.db import may_have_committed
 
@@ -397,3 +398,32 @@ async def test_a_database_whose_disk_is_full_at_start_says_so(tmp_path: Path) ->
             "disk is full: free space on it, then start again (the upgrade is one transaction: "
             "nothing of it was kept)."
         )
+
+
+async def test_a_database_another_program_holds_is_503_then_the_server_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another program holds SQLite's write lock past the store's wait (here 1 s instead of
+    30): the request that waited gets 503 ``Database unavailable`` saying so, one log line;
+    once the lock is let go, the same request works."""
+    monkeypatch.setattr(store_db, "BUSY_TIMEOUT_S", 1)
+    path = tmp_path / "handrail.db"
+    async with start_api(f"sqlite:///{path}", tmp_path) as api:
+        c = api.client
+        assert (await c.post("/api/histories", json={}, headers=HEADERS)).status_code == 201
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the write lock, held
+            caplog.clear()
+            busy = await c.post("/api/histories", json={}, headers=HEADERS)
+            assert busy.status_code == 503, busy.text
+            assert busy.headers["Retry-After"] == "5"
+            assert busy.json()["title"] == "Database unavailable"
+            assert busy.json()["detail"].startswith("The server's database is busy")
+            [said] = [r for r in caplog.records if about_work(r)]
+            assert said.exc_info is None
+            assert "the database was busy" in said.getMessage()
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert (await c.post("/api/histories", json={}, headers=HEADERS)).status_code == 201

@@ -50,6 +50,11 @@ STORAGE_FULL_TURN: Final = (
 DATABASE_UNREACHABLE_TURN: Final = (
     "The turn stopped: the server cannot reach its database. Try again in a moment."
 )
+#: A turn's error when its SQLite write waited its time for another program's lock.
+DATABASE_BUSY_TURN: Final = (
+    "The turn stopped: the server's database is busy (another program holds it). Try again in "
+    "a moment."
+)
 #: A turn's error when its database connection was lost (`handrail.store.connection_lost`): a
 #: write may have been saved.
 CONNECTION_LOST_TURN: Final = (
@@ -62,6 +67,7 @@ CONNECTION_LOST_TURN: Final = (
 _STOPPED_TEXT: Final = {
     "disk-full": STORAGE_FULL_TURN,
     "unreachable": DATABASE_UNREACHABLE_TURN,
+    "busy": DATABASE_BUSY_TURN,
     "connection-lost": CONNECTION_LOST_TURN,
 }
 

@@ -15,7 +15,8 @@ closes uploaded files), with one wrapper around `send`:
   restarted or failed over; a connection lost during the commit may have saved the change) or
   none to be had (PostgreSQL down, restarting, still starting or out of connections: the
   request never reached it) is a warning and ``Database unavailable`` (``Retry-After: 1``: the
-  store opens new connections); a full disk, the database's or the upload folder's, is an
+  store opens new connections), as is SQLite's lock held by another program past its wait
+  (``Retry-After: 5``); a full disk, the database's or the upload folder's, is an
   error and ``Storage full`` (``Retry-After: 60``: nothing of the request was saved, and it can
   be sent again once an administrator freed space);
 - anything else is logged with its traceback and the request id and answered with a 500
@@ -94,6 +95,15 @@ _DATABASE_UNREACHABLE: Final = {
     "code": "database-unavailable",
 }
 
+#: A request whose SQLite write waited its time for another connection's lock (``busy``).
+_DATABASE_BUSY: Final = {
+    "status": 503,
+    "title": "Database unavailable",
+    "detail": "The server's database is busy (another program holds it). Nothing was saved; "
+    "send the request again in a moment.",
+    "code": "database-unavailable",
+}
+
 Handler = Callable[[Request, Exception], Any]
 
 
@@ -110,6 +120,8 @@ def _unavailable(exc: Exception) -> tuple[dict[str, Any], str, int, str] | None:
         return _DATABASE_LOST, "1", logging.WARNING, words
     if kind == "unreachable":
         return _DATABASE_UNREACHABLE, "1", logging.WARNING, words
+    if kind == "busy":
+        return _DATABASE_BUSY, "5", logging.WARNING, words
     return _STORAGE_FULL, _STORAGE_FULL_RETRY, logging.ERROR, f"nothing was saved: {words}"
 
 

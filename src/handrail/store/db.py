@@ -503,7 +503,7 @@ def _says_unreachable(error: BaseException) -> bool:
 
 
 #: What `storage_trouble` says of an error.
-StorageTrouble = Literal["connection-lost", "unreachable", "disk-full"]
+StorageTrouble = Literal["connection-lost", "unreachable", "busy", "disk-full"]
 
 
 def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
@@ -513,6 +513,8 @@ def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
     - ``connection-lost``: the database's connection lost (`connection_lost`); a write may
       have been saved;
     - ``unreachable``: no connection to be had (`database_unreachable`);
+    - ``busy``: SQLite's lock held by another connection past `BUSY_TIMEOUT_S` (another
+      program's long transaction, an outside ``VACUUM``); nothing was saved;
     - ``disk-full``: a full disk (`storage_full`); nothing was saved.
 
     None for any other error."""
@@ -521,6 +523,12 @@ def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
     unreachable = database_unreachable(error)
     if unreachable is not None:
         return "unreachable", f"the database could not be reached ({error_line(unreachable)})"
+    busy = _raised_from(error, _busy)
+    if busy is not None:
+        return "busy", (
+            f"the database was busy: another connection held its lock for {BUSY_TIMEOUT_S} s "
+            f"({error_line(busy)})"
+        )
     full = storage_full(error)
     if full is not None:
         return "disk-full", (
