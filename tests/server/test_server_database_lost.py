@@ -33,6 +33,7 @@ from handrail.runtime.runtime import Runtime
 from handrail.runtime.turn_end import CONNECTION_LOST_TURN, DATABASE_UNREACHABLE_TURN
 from handrail.server import create_app
 from handrail.store import Database, Store, connection_lost, storage_trouble
+from handrail.store import db as store_db
 
 
 def assert_database_unavailable(response: httpx.Response) -> None:
@@ -249,3 +250,39 @@ async def test_a_pool_with_no_connection_to_give_is_unreachable(
         assert "QueuePool limit" in trouble[1]
     finally:
         await engine.dispose()
+
+
+async def test_a_table_another_session_locks_is_503_then_the_server_goes_on(
+    postgres_cluster: PostgresCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another program holds a lock on a table past the wait the server gives a lock (its
+    ``lock_timeout``; here 1 s instead of 30): 503 ``Database unavailable`` saying the
+    database is busy, one log line, nothing saved; the same request works once it is let go."""
+    monkeypatch.setattr(store_db, "BUSY_TIMEOUT_S", 1)
+    url = postgres_cluster.new_database_url()
+    headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    async with start_api(url, tmp_path) as api:
+        c = api.client
+        assert (await c.post("/api/histories", json={}, headers=headers)).status_code == 201
+        locker = await postgres_cluster.connect(url)
+        try:
+            held = locker.transaction()
+            await held.start()
+            await locker.execute("LOCK TABLE histories IN ACCESS EXCLUSIVE MODE")
+            caplog.clear()
+            busy = await c.post("/api/histories", json={}, headers=headers)
+            assert busy.status_code == 503, busy.text
+            assert busy.headers["Retry-After"] == "5"
+            assert busy.json()["detail"].startswith("The server's database is busy")
+            [said] = [r for r in caplog.records if "(request " in r.getMessage()]
+            assert said.exc_info is None
+            assert "the database was busy" in said.getMessage()
+            await held.rollback()
+        finally:
+            await locker.close()
+        listed = (await c.get("/api/histories", headers=headers)).json()["data"]
+        assert len(listed) == 1  # nothing of the busy request was saved
+        assert (await c.post("/api/histories", json={}, headers=headers)).status_code == 201

@@ -112,8 +112,12 @@ SYNCHRONOUS_LEVELS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 _SYNCED_LEVELS: Final = frozenset({"FULL", "EXTRA"})
 _COMMIT_UNSYNCED: Final = "PRAGMA synchronous=NORMAL"
 
-#: SQLite waits this long for another writer's lock before giving up.
+#: SQLite waits this long for another writer's lock before giving up, and PostgreSQL for any
+#: lock (its ``lock_timeout``: another program's long transaction or ``LOCK TABLE``; the
+#: migrations wait for each other without it).
 BUSY_TIMEOUT_S: Final = 30
+#: PostgreSQL's ``lock_not_available``: a lock not had within ``lock_timeout``.
+_LOCK_NOT_AVAILABLE: Final = "55P03"
 
 #: How many SQLite read transactions run at once (each on its own thread and connection). WAL
 #: lets readers go on beside the one writer.
@@ -217,6 +221,8 @@ def _upgrade_to_head(connection: Connection, opened: list[bool]) -> None:
     transaction (SQLite), so that one process migrates and the others then find it done.
     `opened` gets True once the database answered (what fails before is the opening's)."""
     if connection.dialect.name == "postgresql":
+        # Another process's migration may take longer than a lock's usual wait.
+        connection.execute(text("SET LOCAL lock_timeout = 0"))
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
     current, revisions = _schema_revision(connection), schema_revisions()
     opened.append(True)
@@ -513,8 +519,8 @@ def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
     - ``connection-lost``: the database's connection lost (`connection_lost`); a write may
       have been saved;
     - ``unreachable``: no connection to be had (`database_unreachable`);
-    - ``busy``: SQLite's lock held by another connection past `BUSY_TIMEOUT_S` (another
-      program's long transaction, an outside ``VACUUM``); nothing was saved;
+    - ``busy``: a lock held by another connection past `BUSY_TIMEOUT_S` (another program's
+      long transaction, an outside ``VACUUM`` or ``LOCK TABLE``); nothing was saved;
     - ``disk-full``: a full disk (`storage_full`); nothing was saved.
 
     None for any other error."""
@@ -523,7 +529,7 @@ def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
     unreachable = database_unreachable(error)
     if unreachable is not None:
         return "unreachable", f"the database could not be reached ({error_line(unreachable)})"
-    busy = _raised_from(error, _busy)
+    busy = _raised_from(error, _lock_waited)
     if busy is not None:
         return "busy", (
             f"the database was busy: another connection held its lock for {BUSY_TIMEOUT_S} s "
@@ -657,6 +663,12 @@ _SNAPSHOT: Final = "snapshot"
 _STATEMENTS: Final = "statements"
 
 
+def _lock_waited(error: BaseException) -> bool:
+    """SQLite's "database is locked" (`_busy`) or PostgreSQL's ``lock_not_available``: a lock
+    another connection held all the time the statement could wait for it."""
+    return _busy(error) or getattr(error, "sqlstate", None) == _LOCK_NOT_AVAILABLE
+
+
 def _busy(error: BaseException) -> bool:
     """Whether `error` (or the ``sqlite3`` error SQLAlchemy wrapped in it) is SQLite's "the
     database is locked" or "busy"."""
@@ -733,6 +745,8 @@ class Database:
                 pool_size=PG_POOL_SIZE,
                 max_overflow=PG_POOL_OVERFLOW,
                 json_serializer=stored_json_text,
+                # A statement waits for a lock no longer than SQLite's writes do (then `busy`).
+                connect_args={"server_settings": {"lock_timeout": f"{BUSY_TIMEOUT_S * 1000}"}},
             )
             # Values go as soon as SQLAlchemy catches the error, before its rollback and
             # whatever it logs while the error is being handled.
