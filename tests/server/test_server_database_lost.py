@@ -213,7 +213,7 @@ async def test_a_database_that_is_down_is_503_until_it_is_back(
                 # The events' listening connection came back too, said once each way (its
                 # tries in between, every 0.2 s growing to 5 s, at debug).
                 async with asyncio.timeout(15):
-                    while not any(r.name == "handrail.events" for r in caplog.records):
+                    while ("INFO", "listening for events again") not in said_by_events(caplog):
                         await asyncio.sleep(0.1)
                 heard = earlier + said_by_events(caplog)
                 listening = [m for _, m in heard if "listening" in m]

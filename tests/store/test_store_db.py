@@ -507,4 +507,5 @@ async def test_a_postgresql_server_that_never_comes_is_waited_for_then_refused()
         await Store.open(url, wait_s=1.2)
     assert 1.2 <= time.monotonic() - started < 10
     assert "Connect call failed" in str(raised.value)
-    assert "(after waiting 1 s for it to accept connections)" in str(raised.value)
+    # The seconds it waited, rounded: 1 on a quiet machine, more on a busy one.
+    assert re.search(r"\(after waiting \d+ s for it to accept connections\)", str(raised.value))
