@@ -1,6 +1,5 @@
 """Small shared helpers every layer may use: ids and timestamps in the wire format, text made
-storable, an error in one line, and what a background task says while its work fails
-(`Failing`)."""
+storable, and what a background task says while its work fails (`Failing`)."""
 
 from __future__ import annotations
 
@@ -363,13 +362,6 @@ def _storable_dict(value: dict[Any, Any]) -> tuple[Any, bool]:
 
 #: Words a tool's name spells that read in capitals (``get_api_key`` → "Get API key").
 _CAPITALS: Final = frozenset({"api", "http", "https", "id", "ip", "json", "sms", "url", "uuid"})
-
-
-def error_line(exc: BaseException) -> str:
-    """An error in one line for a log that tells of it without its traceback: its type and
-    the first line of its text."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def title_from_name(name: str) -> str:

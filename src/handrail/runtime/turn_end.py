@@ -13,12 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .._util import utc_now
 from ..asks import PendingAsk
 from ..errors import Conflict, HistoryNotFound
-from ..store import (
-    LeaseLost,
-    UserEvent,
-    request_record,
-    storage_trouble,
-)
+from ..store import LeaseLost, UserEvent, request_record, storage_trouble
 from ..store.audit import audit_record
 from ..store.events import ask_created_event as user_ask_created
 from ..store.records import UNSET, History, HistoryChange, ReleaseLease, RequestRecord

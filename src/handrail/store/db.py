@@ -71,7 +71,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
-from handrail._util import error_line
 from handrail.errors import ConfigError, DatabaseUnavailable, HandrailError
 from handrail.store._types import stored_json_text
 from handrail.store.greenlets import spawn
@@ -508,6 +507,13 @@ def _says_unreachable(error: BaseException) -> bool:
     return getattr(error, _CONNECTING, False) is True or isinstance(error, PoolTimeout)
 
 
+def _error_line(exc: BaseException) -> str:
+    """An error in one line, for a log line that tells of it without its traceback: its type
+    and the first line of its text."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
 #: What `storage_trouble` says of an error.
 StorageTrouble = Literal["connection-lost", "unreachable", "busy", "disk-full"]
 
@@ -525,20 +531,20 @@ def storage_trouble(error: BaseException) -> tuple[StorageTrouble, str] | None:
 
     None for any other error."""
     if connection_lost(error):
-        return "connection-lost", f"the database connection was lost ({error_line(error)})"
+        return "connection-lost", f"the database connection was lost ({_error_line(error)})"
     unreachable = database_unreachable(error)
     if unreachable is not None:
-        return "unreachable", f"the database could not be reached ({error_line(unreachable)})"
+        return "unreachable", f"the database could not be reached ({_error_line(unreachable)})"
     busy = _raised_from(error, _lock_waited)
     if busy is not None:
         return "busy", (
             f"the database was busy: another connection held its lock for {BUSY_TIMEOUT_S} s "
-            f"({error_line(busy)})"
+            f"({_error_line(busy)})"
         )
     full = storage_full(error)
     if full is not None:
         return "disk-full", (
-            f"a disk is full ({error_line(full)}); free space on the disk of the database or of "
+            f"a disk is full ({_error_line(full)}); free space on the disk of the database or of "
             "the upload folder (blob_dir)"
         )
     return None
