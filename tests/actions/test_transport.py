@@ -250,6 +250,22 @@ async def test_a_missing_secret_at_send_time_sends_nothing(
     assert fake_api.received() == []
 
 
+@pytest.mark.parametrize("secret", ["key-with-a-newline\n", "clé", "a\x00b"])
+async def test_a_secret_no_header_can_carry_sends_nothing_and_is_not_shown(
+    fake_api: FakeApi, client: httpx.AsyncClient, secret: str
+) -> None:
+    """A secret with a line break, an accent or a control character: refused before anything
+    is sent, with the variable named and nothing of the secret in the message."""
+    action_set = action_set_for(fake_api)
+    env = {"BOOKING_API_KEY": secret}
+    result = await send(action_set, booking(action_set), client=client, env=env)
+    assert result.code == "TOOL_SECRET_MISSING"
+    assert "BOOKING_API_KEY" in (result.message or "")
+    assert "no HTTP header can carry" in (result.message or "")
+    assert secret.strip() not in (result.message or "")
+    assert fake_api.received() == []
+
+
 async def test_session_auth_sends_a_cookie(fake_api: FakeApi, client: httpx.AsyncClient) -> None:
     def change(config: dict[str, Any]) -> None:
         config["auth"] = {"type": "session", "cookie": "sid", "secret_env": "BOOKING_API_KEY"}

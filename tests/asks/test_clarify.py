@@ -34,7 +34,7 @@ from handrail.asks.clarify import (
     validate_clarify_prompts,
     validate_clarify_response,
 )
-from handrail.asks.errors import ASK_ERROR_CODES, AskValidationError
+from handrail.asks.errors import ASK_ERROR_CODES, AskValidationError, path_order
 
 ROOT = Path(__file__).resolve().parents[2]
 # The repository and shared/ are siblings (see tests/conftest.py).
@@ -1575,8 +1575,8 @@ JSON = st.recursive(
 
 
 def check_errors(errors: list[AskValidationError]) -> None:
-    keys = [(e.path, e.code) for e in errors]
-    assert keys == sorted(keys)
+    keys = [(path_order(e.path), e.code) for e in errors]
+    assert keys == sorted(keys)  # by path segment by segment (indexes as numbers), then code
     for error in errors:
         assert error.code in ASK_ERROR_CODES
         assert error.message

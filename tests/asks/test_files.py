@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handrail.asks.errors import ASK_ERROR_CODES, AskValidationError
+from handrail.asks.errors import ASK_ERROR_CODES, AskValidationError, path_order
 from handrail.asks.files import (
     ParsedDataUrl,
     accepted_file_mime_types,
@@ -487,7 +487,7 @@ def test_check_ask_file_bytes_never_raises(
     data: bytes, index: int, mime_type: str, cap: int | None
 ) -> None:
     errors = check_ask_file_bytes(data, index=index, mime_type=mime_type, max_file_size_bytes=cap)
-    assert errors == sorted(errors, key=lambda e: (e.path, e.code))
+    assert errors == sorted(errors, key=lambda e: (path_order(e.path), e.code))
     for error in errors:
         assert error.path.startswith(f"content.files[{index}].")
         assert error.code in {

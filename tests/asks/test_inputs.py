@@ -13,6 +13,7 @@ import pytest
 
 from examples import PIZZA, PLAN
 from handrail.asks import ASK_ERROR_CODES, ASK_LIMITS, AskValidationError, validate_ask_input
+from handrail.asks.errors import sort_errors
 
 Pairs = list[tuple[str, str]]
 
@@ -287,6 +288,36 @@ def test_errors_of_several_fields_are_sorted_by_path_then_code() -> None:
         ("options[0].label", "TOO_SHORT"),
         ("prompt", "TOO_SHORT"),
         ("title", "TOO_SHORT"),
+    ]
+
+
+def test_array_indexes_sort_as_numbers_not_as_text() -> None:
+    """options[2] before options[10], as the published implementation orders them; as text,
+    "options[10]" would come first."""
+    options = [{"id": f"o{i}", "label": f"Option {i}"} for i in range(12)]
+    options[2]["id"] = "Bad"
+    options[10]["id"] = "Also bad"
+    ask = {"prompt": "Pick one", "select": "one", "options": options}
+    assert pairs("choice", ask) == [
+        ("options[2].id", "INVALID_FORMAT"),
+        ("options[10].id", "INVALID_FORMAT"),
+    ]
+
+
+def test_a_path_comes_before_the_longer_paths_it_starts() -> None:
+    """Segment by segment: the field ``a``'s second value (``a[1]``) before the field ``a-b``,
+    which a comparison of the text would put first ("-" sorts before "[")."""
+    errors = [
+        AskValidationError(path="content.values.a-b", code="UNKNOWN_KEY", message="m", fix="f"),
+        AskValidationError(path="content.values.a[1]", code="INVALID_ENUM", message="m", fix="f"),
+        AskValidationError(path="content.values", code="MISSING_REQUIRED", message="m", fix="f"),
+        AskValidationError(path="", code="INVALID_TYPE", message="m", fix="f"),
+    ]
+    assert [e.path for e in sort_errors(errors)] == [
+        "",
+        "content.values",
+        "content.values.a[1]",
+        "content.values.a-b",
     ]
 
 

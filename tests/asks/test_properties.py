@@ -27,6 +27,7 @@ from handrail.asks import (
     validate_ask_input,
     validate_ask_response,
 )
+from handrail.asks.errors import path_order
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -75,8 +76,8 @@ RESPONSE_CODES = BOTH | {
 
 
 def check_errors(errors: list[AskValidationError], allowed: set[str]) -> None:
-    keys = [(e.path, e.code) for e in errors]
-    assert keys == sorted(keys)
+    keys = [(path_order(e.path), e.code) for e in errors]
+    assert keys == sorted(keys)  # by path segment by segment (indexes as numbers), then code
     for error in errors:
         assert error.code in allowed, error
         assert isinstance(error, AskValidationError)

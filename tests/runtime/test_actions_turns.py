@@ -205,6 +205,65 @@ async def test_a_409_refetches_and_asks_for_a_new_review(booking: Booking) -> No
     assert len(await booking.posts()) == 2
 
 
+async def test_a_slot_taken_meanwhile_gives_the_model_the_options_left(booking: Booking) -> None:
+    """Someone else books 19:00 between the preparing and the confirming: the API answers 409,
+    the refresh no longer offers 19:00, so there is no new ask: the model reads the refusal
+    and the options left (side-effects-and-confirmation.md: "re-runs the read-only query")."""
+    ask = await booking.book(time="19:00")
+    listed = (await booking.http.get("/slots", params={"date": DATE})).json()["slots"]
+    (token,) = [s["token"] for s in listed if s["time"] == "19:00"]
+    taken = await booking.http.post("/bookings", json={"date": DATE, "slot_token": token})
+    assert taken.status_code == 201
+    events = await booking.answer(ask, **CONFIRM)
+    assert not [e for e in events if "ask" in e]
+    result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+    assert result["httpStatus"] == 409
+    assert result["code"] == "TOOL_CLIENT_ERROR"
+    refreshed = result["refreshed"]
+    assert refreshed["status"] == "needs_input"
+    left = [o["label"] for o in refreshed["data"]["options"]]
+    assert left
+    assert "19:00" not in left
+    assert "19:00" not in refreshed["message"].split("The options are:")[1]
+    assert len(await booking.posts()) == 2  # the other booking and the refused one
+    old = await booking.store.confirmations.get(ask["toolCallId"].removeprefix("confirmation_"))
+    assert old is not None
+    assert old.state == "failed"
+    assert events[-1]["done"] is True
+    assert "pendingAsk" not in events[-1]
+
+
+async def test_a_fault_while_sending_is_uncertain_not_a_failed_turn(
+    booking: Booking, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the sending itself, after the confirmation was consumed: the request may
+    have gone out, so it is reported uncertain and never resent; the turn ends normally and the
+    conversation no longer waits on the confirmation."""
+    from handrail.runtime import action_calls
+
+    ask = await booking.book(time="19:00")
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a fault inside the sender")
+
+    monkeypatch.setattr(action_calls, "send", broken)
+    events = await booking.answer(ask, **CONFIRM)
+    result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+    assert result["code"] == "TOOL_EXECUTION_UNCERTAIN"
+    assert "sending it failed on the server" in result["message"]
+    assert not [e for e in events if "error" in e]
+    assert "pendingAsk" not in events[-1]
+    confirmation_id = ask["toolCallId"].removeprefix("confirmation_")
+    record = await booking.store.confirmations.get(confirmation_id)
+    assert record is not None
+    assert record.state == "uncertain"
+    assert await booking.posts() == []
+    monkeypatch.undo()
+    with pytest.raises(Conflict):
+        await booking.answer(ask, **CONFIRM)
+    assert await booking.posts() == []
+
+
 async def test_cancel_and_a_new_message_never_send(booking: Booking) -> None:
     ask = await booking.book(time="19:00")
     events = await booking.answer(ask, action="cancel")

@@ -251,12 +251,24 @@ class _Request:
         path = action.path
         for name, template in action.path_params.items():
             found = value(template)
-            if found is MISSING or found is None or isinstance(found, Mapping | list):
+            if (
+                found is MISSING
+                or found is None
+                or found == ""
+                or isinstance(found, Mapping | list)
+            ):
                 raise PrepareError(
                     f"{action.name}: the path parameter {name} has no value ({template}); "
                     "call it again with the fields it needs"
                 )
-            path = path.replace("{" + name + "}", urllib.parse.quote(_text(found), safe=""))
+            path = path.replace("{" + name + "}", _quoted(action, f"path parameter {name}", found))
+        # The file's path has no ``.`` or ``..`` segment (`CONFIG_URL_INVALID`); a value must
+        # not make one either: ``/items/{id}`` with ``..`` would reach another resource.
+        if any(segment in (".", "..") for segment in path.split("/")):
+            raise PrepareError(
+                f"{action.name}: a path parameter is . or .., which would send the request to "
+                "another resource; call it again with the real identifier"
+            )
         pairs: list[tuple[str, str]] = []
         for name, template in action.query.items():
             found = value(template)
@@ -266,7 +278,13 @@ class _Request:
             )
         url = action_set.base_url + path
         if pairs:
-            url += "?" + urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)
+            try:
+                url += "?" + urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)
+            except UnicodeEncodeError:
+                raise PrepareError(
+                    f"{action.name}: a query parameter holds text that is not valid Unicode "
+                    "(a lone surrogate); call it again with plain text"
+                ) from None
         headers: dict[str, str] = {}
         secrets: list[str] = []
         auth_header = action_set.auth.secret_header
@@ -279,11 +297,16 @@ class _Request:
             found = value(template)
             if found is MISSING or found is None:
                 continue
-            text = _text(found)
-            if "\r" in text or "\n" in text:
-                raise PrepareError(f"{action.name}: the header {name} would hold a line break")
-            headers[name] = text
+            headers[name] = _header_value(action, name, _text(found))
         body = value(action.body) if action.body is not None else MISSING
+        if body is not MISSING:
+            try:
+                json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            except (ValueError, UnicodeEncodeError) as exc:
+                raise PrepareError(
+                    f"{action.name}: the body cannot be sent as JSON ({exc}); call it again "
+                    "with plain values"
+                ) from None
         return cls(
             url=url,
             headers=headers,
@@ -305,6 +328,42 @@ def _render(template: Any, scope: Scope, redact: list[Ref] | None) -> Any:
     if isinstance(template, list | tuple):
         return [None if (v := _render(i, scope, redact)) is MISSING else v for i in template]
     return template
+
+
+def _quoted(action: ActionTool, what: str, value: Any) -> str:
+    """`value` as one percent-encoded path segment; `PrepareError` for text that is not valid
+    Unicode (a lone surrogate), which no URL can carry."""
+    try:
+        return urllib.parse.quote(_text(value), safe="")
+    except UnicodeEncodeError:
+        raise PrepareError(
+            f"{action.name}: the {what} holds text that is not valid Unicode (a lone "
+            "surrogate); call it again with plain text"
+        ) from None
+
+
+def _header_value(action: ActionTool, name: str, text: str) -> str:
+    """`text` as a header value, or `PrepareError` for one no HTTP request can carry. A header
+    carries ASCII without control characters (tab aside); spaces and tabs around the value are
+    not part of it (RFC 9110, 5.5) and are dropped. Refused here, when the request is prepared,
+    not once the person confirmed it, when nothing could be sent."""
+    if "\r" in text or "\n" in text:
+        raise PrepareError(f"{action.name}: the header {name} would hold a line break")
+    text = text.strip(" \t")
+    bad = unsendable_in_header(text)
+    if bad is not None:
+        raise PrepareError(
+            f"{action.name}: the header {name} would hold the character U+{ord(bad):04X}; a "
+            "header carries printable ASCII only (no accents, emoji or control characters). "
+            "Call it again with such a value"
+        )
+    return text
+
+
+def unsendable_in_header(text: str) -> str | None:
+    """The first character of `text` that no HTTP header value can carry (only printable
+    ASCII and tabs can be), or None."""
+    return next((c for c in text if not (c == "\t" or " " <= c <= "~")), None)
 
 
 def _text(value: Any) -> str:

@@ -106,8 +106,8 @@ RUNTIME_CODES: Final[MappingProxyType[str, str]] = MappingProxyType(
             "(after the allowed retries)."
         ),
         "TOOL_SECRET_MISSING": (
-            "A secret's environment variable was not set when the request was to be sent; "
-            "nothing was sent."
+            "A secret was not set, or holds a character no HTTP header can carry, when the "
+            "request was to be sent; nothing was sent."
         ),
     }
 )

@@ -20,7 +20,7 @@ from typing import Any, Final
 import httpx
 
 from .model import ActionSet, ActionTool
-from .prepare import InvalidInput, PreparedRequest, PrepareError, prepare
+from .prepare import InvalidInput, PreparedRequest, PrepareError, prepare, unsendable_in_header
 from .problems import RuntimeCode
 from .refs import Ref
 from .results import ActionResult, Resolved
@@ -120,6 +120,17 @@ def _secret_headers(
             ref = tool.headers.get(name)
             variable = ref.name if isinstance(ref, Ref) and ref.name else name
             value = env.get(variable) or None
+        if value is not None and unsendable_in_header(value) is not None:
+            # Which character is not said: it is part of the secret.
+            return ActionResult(
+                status="error",
+                code="TOOL_SECRET_MISSING",
+                message=(
+                    f"{tool.name} was not sent: the secret in {variable} holds a character no "
+                    "HTTP header can carry (a line break, an accent, a control character). "
+                    "Tell the person the connection's secret must be set again."
+                ),
+            )
         if value is None:
             return ActionResult(
                 status="error",
@@ -188,7 +199,9 @@ async def _read(response: httpx.Response, tool: ActionTool) -> _Outcome:
         code="TOOL_OUTPUT_LIMIT",
         message=f"the answer is larger than {cap} bytes (max_response_bytes)",
     )
-    if declared is not None and declared.isdigit() and int(declared) > cap:
+    # A HEAD answer declares the length of a body it does not send: nothing is read.
+    head = response.request.method == "HEAD"
+    if not head and declared is not None and declared.isdigit() and int(declared) > cap:
         return too_big
     chunks: list[bytes] = []
     size = 0

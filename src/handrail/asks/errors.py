@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
@@ -117,8 +118,21 @@ class AskValidationError:
 
 
 def sort_errors(errors: list[AskValidationError]) -> list[AskValidationError]:
-    """Errors in the protocol's order: by path, then by code."""
-    return sorted(errors, key=lambda e: (e.path, e.code))
+    """Errors in the protocol's order: by path, then by code. Paths compare segment by segment,
+    array indexes as numbers (``options[2]`` before ``options[10]``) and before keys, a path
+    before the longer ones it starts (as the published implementation orders them)."""
+    return sorted(errors, key=lambda e: (path_order(e.path), e.code))
+
+
+_PATH_SEGMENT: Final = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+
+
+def path_order(path: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key for an error path: its segments, an index as ``(0, n)``, a key as
+    ``(1, key)``."""
+    return tuple(
+        (0, int(index)) if index else (1, key) for index, key in _PATH_SEGMENT.findall(path)
+    )
 
 
 def join_path(base: str, key: str | int) -> str:

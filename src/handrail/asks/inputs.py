@@ -295,15 +295,21 @@ def _choice(errors: Errors, ask: dict[str, Any], compact: bool) -> None:
                 f"maxSelected is {max_selected}, more than the {offered} choices the ask offers.",
                 f"Set maxSelected to at most {offered}, or offer more options.",
             )
-            max_selected = None
         if "maxSelected" in ask:
+            # Still the most ids a default may list, even when it is above what the ask offers.
             high = max_selected
-        if low is not None and high is not None and low > high:
+        # minSelected can be no more than maxSelected nor the choices the ask offers, whichever
+        # of the two is known and smaller: a maxSelected that is itself invalid still leaves the
+        # choices offered to compare with.
+        limit = high
+        if options is not None and (limit is None or offered < limit):
+            limit = offered
+        if low is not None and limit is not None and low > limit:
             range_invalid(
                 errors,
                 "minSelected",
-                f"minSelected is {low}, more than the {high} choices an answer may hold.",
-                f"Set minSelected to at most {high}.",
+                f"minSelected is {low}, more than the {limit} choices an answer may hold.",
+                f"Set minSelected to at most {limit}.",
             )
     else:
         low = high = None

@@ -36,6 +36,7 @@ from ..actions import (
 )
 from ..asks import PendingAsk
 from ..store import ConfirmationConflict, Store
+from .gate import uncertain_confirmation
 from .gates import CONFIRMATIONS, SELECTIONS
 from .messages import ToolCall
 
@@ -202,12 +203,21 @@ class ActionCalls:
             if exc.reason in ("expired", "digest") and exc.state == "pending":
                 await self.store.confirmations.mark_stale(confirmation_id, reason=exc.reason)
             return _stale(_stale_text(exc.reason))
-        result = await send(
-            binding.action_set,
-            prepared,
-            client=self.client,
-            env=self.secrets_of(binding.action_set),
-        )
+        try:
+            result = await send(
+                binding.action_set,
+                prepared,
+                client=self.client,
+                env=self.secrets_of(binding.action_set),
+            )
+        except Exception:
+            # A fault of the sending itself (not an answer of the API, which `send` reports):
+            # the request may or may not have gone out, so it is ``uncertain``, never resent,
+            # and the turn goes on with that instead of failing with the ask still shown.
+            log.exception("%s: sending the confirmed request failed; it is not resent", call.name)
+            await self.store.confirmations.abandon(confirmation_id)
+            why = "sending it failed on the server"
+            return ActionStep(result=uncertain_confirmation(confirmation_id, why), is_error=True)
         await self.store.confirmations.finish(
             confirmation_id,
             state="succeeded" if result.ok else "failed",
@@ -222,6 +232,11 @@ class ActionCalls:
             again = await self.call(binding, call, history_id=history_id, user_id=user_id)
             if again.gate is not None:
                 return again
+            # No new selection or confirmation (the model's choice is no longer offered, or
+            # the refresh failed): the model gets the refusal with what the refresh found,
+            # such as the options left, never approved on its own.
+            refused = self._result(binding, result)
+            return ActionStep(result={**refused.result, "refreshed": again.result}, is_error=True)
         return self._result(binding, result)
 
     async def cancel(self, pending: PendingAsk, reason: str) -> None:

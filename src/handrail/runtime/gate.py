@@ -103,15 +103,17 @@ def uncertain_result(tool_name: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def uncertain_confirmation(confirmation_id: str) -> dict[str, Any]:
+def uncertain_confirmation(
+    confirmation_id: str,
+    why: str = "the server stopped between sending it and recording the answer",
+) -> dict[str, Any]:
     """The result of a confirmed request that may or may not have been sent."""
     return {
         "status": "error",
         "code": "TOOL_EXECUTION_UNCERTAIN",
         "message": (
-            "The confirmed request may or may not have been carried out: the server stopped "
-            "between sending it and recording the answer. Check its status with the API before "
-            "trying again; it was not resent."
+            f"The confirmed request may or may not have been carried out: {why}. Check its "
+            "status with the API before trying again; it was not resent."
         ),
         "confirmationId": confirmation_id,
     }
