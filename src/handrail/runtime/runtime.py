@@ -540,8 +540,6 @@ class Runtime:
     ) -> None:
         """The turn of a new message. `known` is the data of all the history's rows when
         `state` is this process's last commit on it (then `state.rows` is empty)."""
-        if page is not None:
-            await turn.emit(page.event())
         # A conversation made for this prompt (no `state`) has no rows, ask or confirmations.
         prior: Sequence[Row] = ()
         stored_message = False
@@ -550,6 +548,11 @@ class Runtime:
             history, stored_message = await self._cancel_pending_for_message(
                 turn, history, prompt, via
             )
+        if page is not None:
+            # After ``{askResolved}``, which is the first event of a prompt that cancelled the
+            # pending ask (the spec's "SSE events"); otherwise first.
+            await turn.emit(page.event())
+        if state is not None:
             if history.version != state.history.version:
                 prior = [r.data for r in await self.store.histories.rows(history.id)]
             elif known is not None:

@@ -229,6 +229,11 @@ def _turn_body(data: Any) -> dict[str, Any]:
     if fields:
         raise _invalid(fields, TURN_CODE)
     assert isinstance(data, dict)
+    prompt = data.get("prompt")
+    if isinstance(prompt, str) and not prompt.strip():
+        # The schema takes any non-empty string; a prompt of only whitespace is no message
+        # either, refused here with the headless table's title rather than the chat route's.
+        raise _invalid({"prompt": "must hold visible text, not only whitespace"}, TURN_CODE)
     return data
 
 
