@@ -45,6 +45,7 @@ from access import check_route, route_calls  # noqa: E402
 from fuzzing import Figures, Fuzzer, LogCapture, fuzz_operations, operations_of, seed  # noqa: E402
 from mixed_races import MixedFigures, mixed_races  # noqa: E402
 from racing import RaceFigures, race_answers  # noqa: E402
+from reliability_helpers import probing_api  # noqa: E402
 from server_helpers import sqlite_url, start_api  # noqa: E402
 
 from _common import machine_line, package_version, print_table  # noqa: E402
@@ -69,7 +70,7 @@ def _statuses(counter: Counter[int]) -> str:
 
 async def fuzz(url: str, folder: Path, examples: int, seconds: float) -> tuple[Figures, float]:
     agents = [demo_agent(), Agent("quiet", asks=False)]
-    async with start_api(url, folder, agents=agents) as api:
+    async with probing_api(url, folder, agents) as api:
         document = (await api.client.get("/openapi.json")).json()
         per_operation = max(1, math.ceil(examples / len(operations_of(document))))
         seeded = await seed(api)
@@ -93,7 +94,7 @@ async def mixed(url: str, folder: Path, rounds: int) -> tuple[MixedFigures, floa
 
 
 async def matrix(url: str, folder: Path) -> tuple[int, int, list[str], float]:
-    async with start_api(url, folder, agents=[demo_agent()]) as api:
+    async with probing_api(url, folder, [demo_agent()]) as api:
         document = (await api.client.get("/openapi.json")).json()
         started = time.monotonic()
         calls = route_calls(api.app, document)

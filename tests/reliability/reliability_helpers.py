@@ -1,19 +1,33 @@
 """Helpers of the reliability tests: the whole database as data, to show that a refused request
-stored nothing, and raw request bodies."""
+stored nothing, raw request bodies, and the app for probes that call every route."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-from server_helpers import Api
+from server_helpers import Api, start_api
 from sqlalchemy import Connection, select
 
+from handrail.runtime.agent import Agent
 from handrail.store.blobs import REGISTERED_PREFIX
 from handrail.store.tables import metadata
 
 JSON = {"content-type": "application/json"}
+
+
+@asynccontextmanager
+async def probing_api(
+    database_url: str, folder: Path, agents: Sequence[Agent], **options: Any
+) -> AsyncIterator[Api]:
+    """`start_api` for probes that call every route of the document: its event streams end
+    right after ``: ready``, so that each call of ``GET /api/events`` returns."""
+    async with start_api(database_url, folder, agents=list(agents), **options) as running:
+        running.app.state.event_stream_max_s = 0.0
+        yield running
 
 
 #: Tables the server's own background work writes on its own schedule, whatever a request

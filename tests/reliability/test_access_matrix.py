@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 from access import CAPABILITY_ROUTES, PUBLIC_ROUTES, check_route, route_calls
-from server_helpers import Api, start_api
+from reliability_helpers import probing_api
+from server_helpers import Api
 
 from handrail.demo.agent import demo_agent
 
 
 @pytest.fixture
 async def notes_api(database_url: str, tmp_path: Path) -> AsyncIterator[Api]:
-    async with start_api(database_url, tmp_path, agents=[demo_agent()]) as running:
-        # The event stream ends right after ": ready", so each call of it returns.
-        running.app.state.event_stream_max_s = 0.0
+    async with probing_api(database_url, tmp_path, [demo_agent()]) as running:
         yield running
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 from fuzzing import Fuzzer, LogCapture, fuzz_operations, seed
-from server_helpers import Api, start_api
+from reliability_helpers import probing_api
+from server_helpers import Api
 
 from handrail.demo.agent import demo_agent
 from handrail.runtime.agent import Agent
@@ -30,9 +31,7 @@ EXAMPLES_PER_OPERATION = 20
 @pytest.fixture
 async def demo_api(database_url: str, tmp_path: Path) -> AsyncIterator[Api]:
     agents = [demo_agent(), Agent("quiet", asks=False)]
-    async with start_api(database_url, tmp_path, agents=agents) as running:
-        # The event stream ends right after ": ready", so each fuzzed call of it returns.
-        running.app.state.event_stream_max_s = 0.0
+    async with probing_api(database_url, tmp_path, agents) as running:
         yield running
 
 
