@@ -163,13 +163,20 @@ class StepRunner:
         # Every model's output is storable: a model of the user's own that does not use
         # `storable_stream` cannot break a turn with NUL or lone surrogates (one that does is
         # not cleaned twice).
+        taken: set[str] | None = None  # the conversation's call ids, read at the first call
         async for event in storable_output(run.model, request):
             if isinstance(event, TextDelta) and event.text:
                 text.append(event.text)
                 run.output = True
                 await run.turn.emit(text_event(event.text))
             elif isinstance(event, ToolCallPart):
-                calls.append(event.call)
+                if taken is None:
+                    taken = call_ids(run.messages)
+                call = event.call
+                if not call.id or call.id in taken:
+                    call = _renamed(call, taken)
+                taken.add(call.id)
+                calls.append(call)
 
     async def tool_progress(self, run: TurnRun, call: ToolCall, tool: Tool | None = None) -> None:
         """Tell the person that `call` runs now: phase ``tool`` with the tool's ``toolName``,
@@ -660,6 +667,35 @@ async def _run_tool(
         return f"The tool {tool.name} failed unexpectedly. Try another way, or tell the user.", True
     finally:
         CALLING_USER.reset(token)
+
+
+def call_ids(messages: list[Message]) -> set[str]:
+    """Every tool call id in `messages`: the calls and the results."""
+    ids: set[str] = set()
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            ids.update(call.id for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage):
+            ids.add(message.tool_call_id)
+    return ids
+
+
+def _renamed(call: ToolCall, taken: set[str]) -> ToolCall:
+    """`call` under an id the conversation does not hold yet. A model (or an adapter's agent)
+    that numbers its calls anew each turn, or gives none, would otherwise have two calls under
+    one id: an answer to one ask would change the other's status, and a result could pair with
+    the wrong call."""
+    base = call.id or "call"
+    n = 1
+    while f"{base}_{n}" in taken:
+        n += 1
+    renamed = f"{base}_{n}"
+    log.warning(
+        "the model gave the tool call id %r, which the conversation already holds; it is %r here",
+        call.id,
+        renamed,
+    )
+    return dataclasses.replace(call, id=renamed)
 
 
 def _has_result(run: TurnRun, call_id: str) -> bool:
