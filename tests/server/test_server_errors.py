@@ -59,6 +59,7 @@ ANSWER = {"action": "accept", "content": {"selected": ["team"]}}
             "attachments cannot be sent with askResponse",
         ),
         ({"askResponse": "ASK"}, "historyId is required with askResponse"),
+        ({"historyId": "", "askResponse": "ASK"}, "historyId is required with askResponse"),
         ({"prompt": "hi", "surface": "watch"}, "surface is not a known surface"),
         (
             {"historyId": "HISTORY", "askResponse": "ASK", "surface": "tiny"},

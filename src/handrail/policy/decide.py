@@ -73,7 +73,8 @@ def decide(
             action="deny",
             reason=(
                 "clarify was called in this step, so no tool that changes anything runs now. "
-                "Wait for the user's answers, then call it again."
+                "Once the user has answered (or, if clarify was refused, without it), call it "
+                "again."
             ),
         )
     if level is None and not granted:

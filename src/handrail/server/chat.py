@@ -141,6 +141,10 @@ async def _checked_body(request: Request, principal: Principal) -> dict[str, Any
     data = await read_json(request, files_answer=FilesAnswer(principal.user_id))
     if data is NO_BODY:
         data = {}
+    if isinstance(data, dict) and data.get("historyId") == "" and _given(data, "askResponse"):
+        # An empty historyId names no history: the answer came without one ("historyId is
+        # required with askResponse"), as an empty toolCallId is a missing one.
+        data = {key: value for key, value in data.items() if key != "historyId"}
     check = body_check("PromptRequest", tuple(sorted(runtime_of(request).agents)))
     violations = check.violations(data)
     if not isinstance(data, dict):
