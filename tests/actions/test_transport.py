@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 from typing import Any
 
 import httpx
@@ -159,6 +160,26 @@ async def test_a_write_without_a_key_is_not_retried_after_a_timeout(
     assert result.code == "TOOL_TIMEOUT"
     assert result.attempts == 1
     assert len(fake_api.received("POST")) == 1
+    # The request reached the API (as this one did): the model is told to check first.
+    assert "may have reached the API" in (result.message or "")
+
+
+async def test_a_write_that_never_connected_is_not_said_to_have_reached_the_api(
+    fake_api: FakeApi, client: httpx.AsyncClient
+) -> None:
+    """Nothing listens on the port: the connection is refused before anything is written."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]  # free once the socket closes, nothing listens
+
+    def change(config: dict[str, Any]) -> None:
+        no_idempotency(config)
+        config["base_url"] = f"http://127.0.0.1:{closed}"
+
+    result, _, _ = await sent(fake_api, client, change)
+    assert result.code == "TOOL_CONNECTION_ERROR"
+    assert "ConnectError" in (result.message or "")
+    assert "may have reached the API" not in (result.message or "")
 
 
 async def test_a_redirect_is_never_followed(fake_api: FakeApi, client: httpx.AsyncClient) -> None:

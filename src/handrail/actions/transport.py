@@ -45,6 +45,9 @@ class _Outcome:
     message: str | None = None
     retry: bool = False
     retry_after_s: float | None = None
+    #: The request may have reached the API though no answer came (a timeout after the
+    #: connection was made, a connection that broke after the request was written).
+    maybe_sent: bool = False
 
 
 def retry_delay_ms(
@@ -167,17 +170,19 @@ async def _attempt(
                 return await _read(response, tool)
             finally:
                 await response.aclose()
-    except (TimeoutError, httpx.TimeoutException):
+    except (TimeoutError, httpx.TimeoutException) as exc:
         return _Outcome(
             code="TOOL_TIMEOUT",
             message=f"no answer within {transport.timeout_ms} ms",
             retry=True,
+            maybe_sent=not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout),
         )
     except httpx.TransportError as exc:
         return _Outcome(
             code="TOOL_CONNECTION_ERROR",
             message=f"the connection failed ({type(exc).__name__})",
             retry=True,
+            maybe_sent=not isinstance(exc, httpx.ConnectError | httpx.UnsupportedProtocol),
         )
 
 
@@ -261,12 +266,19 @@ def _result(tool: ActionTool, outcome: _Outcome, attempts: int) -> ActionResult:
             status="completed", http_status=outcome.status, data=outcome.data, attempts=attempts
         )
     after = f" (after {attempts} attempts)" if attempts > 1 else ""
+    message = f"{tool.name}: {outcome.message}{after}."
+    if outcome.maybe_sent and tool.effect != "read-only":
+        # The spec's "a timeout may happen after the API accepted the booking".
+        message += (
+            " The request may have reached the API and taken effect before the answer was "
+            "lost: check its status with the API before you call it again."
+        )
     return ActionResult(
         status="error",
         http_status=outcome.status,
         data=outcome.data,
         code=outcome.code,
-        message=f"{tool.name}: {outcome.message}{after}.",
+        message=message,
         attempts=attempts,
     )
 
