@@ -14,6 +14,7 @@ from doubles import GatedModel
 from handrail.runtime.agent import Agent
 from handrail.runtime.models.scripted import ScriptedModel
 from handrail.runtime.runtime import Runtime
+from handrail.runtime.tools import ToolSet
 from handrail.runtime.turn import Principal, Turn
 from handrail.store import Store
 
@@ -31,10 +32,19 @@ def dead(runtime: Runtime) -> Runtime:
     return runtime
 
 
-def tools_agent(ran: list[str], *, idempotent: bool | None = None) -> Agent:
-    agent = Agent("ops", instructions="Run jobs.")
+def tools_agent(
+    ran: list[str], *, idempotent: bool | None = None, trusted: bool | None = None
+) -> Agent:
+    """The ``wipe`` tool on the agent's own connection, or (with `trusted` set) on a tool set
+    ``ops-tools`` that is or is not trusted."""
+    if trusted is None:
+        agent = Agent("ops", instructions="Run jobs.")
+        where = agent
+    else:
+        where = ToolSet("ops-tools", "Ops tools", trusted=trusted)
+        agent = Agent("ops", instructions="Run jobs.", tool_sets=[where])
 
-    @agent.tool(destructive=True, idempotent=idempotent)
+    @where.tool(destructive=True, idempotent=idempotent)
     async def wipe(name: str) -> str:
         """Wipe a disk."""
         ran.append(name)
@@ -129,14 +139,21 @@ async def test_a_live_process_renews_its_lease_and_keeps_its_turn(store: Store) 
     await b.aclose()
 
 
-@pytest.mark.parametrize("idempotent", [None, True])
+@pytest.mark.parametrize(
+    ("idempotent", "trusted"),
+    [(None, None), (True, None), (True, True), (True, False)],
+    ids=["not-idempotent", "idempotent", "idempotent-trusted-set", "idempotent-untrusted-set"],
+)
 async def test_an_approved_call_that_may_have_run_is_uncertain(
-    store: Store, idempotent: bool | None
+    store: Store, idempotent: bool | None, trusted: bool | None
 ) -> None:
+    """A call that may have run is run again only when its hints say that is safe and its
+    connection is trusted: an untrusted server's idempotent hint loosens nothing."""
     ran: list[str] = []
-    agent_a = tools_agent(ran, idempotent=idempotent)
-    agent_b = tools_agent(ran, idempotent=idempotent)
-    await store.permissions.set("alice", "local:ops", "non-consequential")
+    agent_a = tools_agent(ran, idempotent=idempotent, trusted=trusted)
+    agent_b = tools_agent(ran, idempotent=idempotent, trusted=trusted)
+    connection = "local:ops" if trusted is None else "ops-tools"
+    await store.permissions.set("alice", connection, "non-consequential")
     model_a = GatedModel()
     a = dead(Runtime(store=store, agents=agent_a, model=model_a, lease_s=LEASE))
     b = Runtime(store=store, agents=agent_b, model=ScriptedModel(), lease_s=LEASE)
@@ -155,7 +172,7 @@ async def test_an_approved_call_that_may_have_run_is_uncertain(
     await lapse()
     [taken] = await b.recovery.sweep()
     done = await result(taken)
-    if idempotent:
+    if idempotent and trusted is not False:
         assert ran == ["disk1", "disk1"]  # safe to run again: it ran again
         assert done["text"] == 'wipe returned: "wiped disk1"'
     else:
