@@ -17,8 +17,11 @@ the answer becomes the server's `ElicitResult`. Pure functions on JSON, no I/O.
   why.
 
 `elicit_result` turns a validated answer back: ``accept`` with content keyed by the server's
-property names (unanswered optional fields left out, never ``null``), ``decline`` or
-``cancel``.
+property names (unanswered optional fields left out, never ``null``; an integer as an integer;
+a ``date-time`` in RFC 3339's full form, seconds and a ``+hh:mm`` offset included, whatever
+shorter form the field took), ``decline`` or ``cancel``. `answer_errors` checks what a field
+does not hold itself: a multi-select's ``minItems`` / ``maxItems`` and a formatted string's
+``minLength`` / ``maxLength``.
 """
 
 from __future__ import annotations
@@ -68,6 +71,10 @@ _STRING_FORMATS: Final[dict[str, str]] = {
     "date": "date",
     "date-time": "datetime",
 }
+#: An answer of a ``datetime`` field: date, hours and minutes, seconds, offset.
+_DATETIME: Final = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)$"
+)
 Mode = Literal["form", "url"]
 
 
@@ -92,6 +99,11 @@ class FormField:
     options: Mapping[str, Any] = field(default_factory=dict)
     min_items: int | None = None
     max_items: int | None = None
+    #: A string's ``format`` (``date-time`` answers are sent in RFC 3339's full form).
+    format: str | None = None
+    #: A formatted string's ``minLength`` / ``maxLength``, which its field does not hold.
+    min_length: int | None = None
+    max_length: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
@@ -101,6 +113,12 @@ class FormField:
             out["minItems"] = self.min_items
         if self.max_items is not None:
             out["maxItems"] = self.max_items
+        if self.format is not None:
+            out["format"] = self.format
+        if self.min_length is not None:
+            out["minLength"] = self.min_length
+        if self.max_length is not None:
+            out["maxLength"] = self.max_length
         return out
 
     @classmethod
@@ -111,6 +129,9 @@ class FormField:
             options=dict(data.get("options") or {}),
             min_items=data.get("minItems"),
             max_items=data.get("maxItems"),
+            format=data.get("format"),
+            min_length=data.get("minLength"),
+            max_length=data.get("maxLength"),
         )
 
 
@@ -305,8 +326,23 @@ def _field(
         fmt = spec.get("format")
         field_type = _STRING_FORMATS.get(fmt, "text") if isinstance(fmt, str) else "text"
         out["type"] = field_type
-        if field_type == "text":
-            low, high = spec.get("minLength"), spec.get("maxLength")
+        low, high = spec.get("minLength"), spec.get("maxLength")
+        if field_type != "text":
+            # The field takes no length bounds: the answer is checked against them instead.
+            shortest = _count(low)
+            longest = _count(high)
+            if shortest is not None and longest is not None and shortest > longest:
+                return Unshowable(
+                    reason=f"{where} asks for at least {shortest} and at most {longest} characters"
+                )
+            back = FormField(
+                name=name,
+                type="string",
+                format=fmt if isinstance(fmt, str) else None,
+                min_length=shortest,
+                max_length=longest,
+            )
+        else:
             if isinstance(high, int) and not isinstance(high, bool) and high > 0:
                 if high > FORM_TEXTAREA_MAX:
                     high = FORM_TEXTAREA_MAX
@@ -316,6 +352,8 @@ def _field(
             if isinstance(low, int) and not isinstance(low, bool) and low > 0:
                 out["minLength"] = low
         _default(out, spec.get("default"))
+        if "default" in out and not _fits(back, out["default"]):
+            del out["default"]
         return out, back
     if kind in ("number", "integer"):
         out["type"] = "number"
@@ -333,6 +371,38 @@ def _field(
     if kind == "object" or isinstance(spec.get("properties"), Mapping):
         return Unshowable(reason=f"{where} holds fields of its own, and a form is flat")
     return Unshowable(reason=f"{where} has the type {kind!r}, which a form cannot show")
+
+
+def _count(value: Any) -> int | None:
+    """A positive ``minLength`` / ``maxLength``, or None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _fits(spec: FormField, value: Any) -> bool:
+    """Whether a formatted string's answer, as sent, holds the server's length bounds."""
+    if not isinstance(value, str):
+        return True
+    length = len(_sent(spec, value))
+    if spec.min_length is not None and length < spec.min_length:
+        return False
+    return spec.max_length is None or length <= spec.max_length
+
+
+def _sent(spec: FormField, value: Any) -> Any:
+    """An answer's value as the server gets it: a ``date-time`` in RFC 3339's full form
+    (``2026-10-01T09:30Z`` is sent as ``2026-10-01T09:30:00Z``, ``+0530`` as ``+05:30``)."""
+    if spec.format != "date-time" or not isinstance(value, str):
+        return value
+    match = _DATETIME.fullmatch(value)
+    if match is None:
+        return value
+    day, clock, seconds, offset = match.groups()
+    if offset not in ("Z", "z"):
+        digits = offset[1:].replace(":", "")
+        offset = f"{offset[0]}{digits[:2]}:{digits[2:4] or '00'}"
+    else:
+        offset = "Z"
+    return f"{day}T{clock}{seconds or ':00'}{offset}"
 
 
 def _pick_phrase(low: int | None, high: int | None) -> str:
@@ -443,7 +513,7 @@ def to_ask(request: ElicitationRequest) -> ElicitationAsk | Unshowable:
 
 def answer_errors(form: ElicitationForm, envelope: Mapping[str, Any]) -> list[AskValidationError]:
     """The rules of the server's schema a form field does not hold itself: how many options a
-    multi-select takes."""
+    multi-select takes, and how long a formatted string (email, URL, date) may be."""
     errors: list[AskValidationError] = []
     if form.kind != "form" or envelope.get("action") != "accept":
         return errors
@@ -453,9 +523,28 @@ def answer_errors(form: ElicitationForm, envelope: Mapping[str, Any]) -> list[As
         return errors
     for field_id, spec in form.fields.items():
         value = values.get(field_id)
+        path = f"content.values.{field_id}"
+        if isinstance(value, str) and not is_blank_value(value) and not _fits(spec, value):
+            length = len(_sent(spec, value))
+            if spec.min_length is not None and length < spec.min_length:
+                add(
+                    errors,
+                    path,
+                    "TOO_SHORT",
+                    f"{length} characters, fewer than the {spec.min_length} this field needs.",
+                    f"Write at least {spec.min_length} characters.",
+                )
+            else:
+                add(
+                    errors,
+                    path,
+                    "TOO_LONG",
+                    f"{length} characters, more than the {spec.max_length} this field takes.",
+                    f"Write at most {spec.max_length} characters.",
+                )
+            continue
         if spec.type != "array" or not isinstance(value, list) or not value:
             continue
-        path = f"content.values.{field_id}"
         if spec.min_items is not None and len(value) < spec.min_items:
             add(
                 errors,
@@ -502,5 +591,5 @@ def elicit_result(form: ElicitationForm, envelope: Mapping[str, Any]) -> dict[st
         elif spec.type == "integer" and is_number(value):
             out[spec.name] = int(value)
         else:
-            out[spec.name] = value
+            out[spec.name] = _sent(spec, value)
     return {"action": "accept", "content": out}

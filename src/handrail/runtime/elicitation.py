@@ -52,7 +52,14 @@ from ..connections.mcp_client import (
     parked_here,
     release_parked,
 )
-from .gate import Answer, Gate, GateRequired, register_gate, uncertain_result
+from .gate import (
+    Answer,
+    Gate,
+    GateRequired,
+    register_gate,
+    safe_to_run_again,
+    uncertain_result,
+)
 from .messages import FilePart, ToolCall
 from .tools import ToolError, ToolOutput
 
@@ -281,7 +288,9 @@ class ElicitationGate(Gate):
     ) -> None:
         """A turn taken over after the answer was committed: a legacy call died with its
         process; a 2026-07-28 or URL-required call is sent again only when the tool is safe
-        to run again, else it is reported uncertain."""
+        to run again (its hints say read-only or idempotent, and its connection is trusted:
+        an untrusted server's hints never make a call safe), else it is reported
+        uncertain."""
         held = runner.held(run, pending)
         if held is None:
             return
@@ -291,7 +300,7 @@ class ElicitationGate(Gate):
             text = server_restarted_text(tool.name, server)
             await runner.tool_result(run, call, text, is_error=True)
             return
-        if tool.hints.read_only is True or tool.hints.idempotent is True:
+        if safe_to_run_again(run.agent, tool):
             await self.resolve(runner, run, pending, answer)
             return
         await runner.tool_result(run, call, uncertain_result(tool.name), is_error=True)

@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from ..policy import GrantScope
 from .messages import FilePart, ToolCall
 from .rows import Row, result_row
-from .tools import ToolSignal
+from .tools import Tool, ToolSignal
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -53,6 +53,7 @@ __all__ = [
     "queued_denials",
     "register_gate",
     "registered_gates",
+    "safe_to_run_again",
     "stopped_result",
     "uncertain_confirmation",
     "uncertain_result",
@@ -86,6 +87,18 @@ def stopped_result(tool_name: str, *, safe: bool) -> dict[str, Any]:
             "again, or ask the user."
         ),
     }
+
+
+def safe_to_run_again(agent: Agent, tool: Tool) -> bool:
+    """Whether a held call whose outcome is unknown (taken over after a crash, stopped while it
+    ran) may simply run again: its hints say it is read-only or idempotent, and its connection
+    is trusted (an untrusted server's hints make nothing looser, so its call is reported
+    uncertain instead)."""
+    try:
+        trusted = agent.connection_of(tool.name).trusted
+    except KeyError:
+        trusted = False
+    return trusted and (tool.hints.read_only is True or tool.hints.idempotent is True)
 
 
 def uncertain_result(tool_name: str, **extra: Any) -> dict[str, Any]:

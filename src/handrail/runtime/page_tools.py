@@ -12,12 +12,15 @@ turn's ``{pageTools}`` event, so the page's console and the chat can say so.
 
 The tools are classed from their own hints (`handrail.policy.classify`): the page connection
 is trusted, as the hints are the page's own word about its tools (a tool that declares nothing
-is consequential; a ``skill`` is read-only). The policy decides each call as for any
-connection (the permission ask on first use of the origin, approvals above the level); a call
-it lets run pauses on the ``page-tool`` gate (`PageToolGate`): the page runs the tool's
-``execute`` in the person's browser and answers with its result (``{content, isError}``),
-which reaches the model as it is, marked as untrusted content (`page_result`). A call no page
-answers by its ``expiresAt`` is cancelled, and the model reads that the page was not there.
+is consequential; a ``skill`` is read-only). As in WebMCP, ``readOnlyHint``,
+``consequentialHint`` and ``untrustedContentHint`` default to false when a tool's annotations
+leave them out (`page_annotations`); a tool with no annotations at all has none. The policy
+decides each call as for any connection (the permission ask on first use of the origin,
+approvals above the level); a call it lets run pauses on the ``page-tool`` gate
+(`PageToolGate`): the page runs the tool's ``execute`` in the person's browser and answers with
+its result (``{content, isError}``), which reaches the model as it is, marked as untrusted
+content (`page_result`). A call no page answers by its ``expiresAt`` is cancelled, and the
+model reads that the page was not there.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ __all__ = [
     "PAGE_ABSENT_REASON",
     "PAGE_TOOL",
     "PAGE_TOOLS_MAX",
+    "WEBMCP_DEFAULTS",
     "InvalidPageTools",
     "PageToolGate",
     "PageToolSet",
@@ -55,6 +59,7 @@ __all__ = [
     "RefusedPageTool",
     "is_page_connection",
     "page_absent_text",
+    "page_annotations",
     "page_approval_input",
     "page_permission_input",
     "page_result",
@@ -74,6 +79,13 @@ _ORIGIN: Final = re.compile(
     r"^(https?)://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$", re.IGNORECASE
 )
 _TOOL_KEYS: Final = ("name", "description", "inputSchema", "annotations")
+#: The WebMCP annotations that default to false when a tool's annotations leave them out, each
+#: with its stricter value (taken when a page gives one that is not true or false).
+WEBMCP_DEFAULTS: Final[dict[str, bool]] = {
+    "readOnlyHint": False,
+    "consequentialHint": True,
+    "untrustedContentHint": True,
+}
 _RESULT_KEYS: Final = ("content", "isError", "structuredContent")
 
 PAGE_PERMISSION_LABELS: Final[dict[str, str]] = {
@@ -138,7 +150,7 @@ class PageTools:
             description=spec["description"],
             input_schema=dict(spec["inputSchema"]),
             function=_page_runs(spec["name"], self.origin, self.timeout),
-            hints=ToolHints.from_annotations(spec.get("annotations")),
+            hints=_page_hints(spec.get("annotations")),
         )
 
 
@@ -231,13 +243,36 @@ def read_page_tools(
             "inputSchema": dict(item.get("inputSchema") or {"type": "object", "properties": {}}),
         }
         if isinstance(item.get("annotations"), Mapping):
-            spec["annotations"] = {
-                k: v for k, v in item["annotations"].items() if isinstance(v, bool)
-            }
+            spec["annotations"] = page_annotations(item["annotations"])
         offered.append(spec)
     return PageTools(
         origin=origin.lower(), tools=tuple(offered), refused=tuple(refused), timeout=timeout
     )
+
+
+def page_annotations(annotations: Mapping[str, Any]) -> dict[str, bool]:
+    """A page tool's annotations as WebMCP reads them: its boolean hints, and for each of
+    `WEBMCP_DEFAULTS` it leaves out, false (a tool with no annotations at all has none, and
+    is consequential). A ``skill`` that leaves ``readOnlyHint`` out stays read-only. One of
+    `WEBMCP_DEFAULTS` given as something other than true or false counts as its stricter
+    value; any other hint that is not a boolean is left out."""
+    declared = {k: v for k, v in annotations.items() if isinstance(v, bool)}
+    out: dict[str, bool] = {}
+    for name, strict in WEBMCP_DEFAULTS.items():
+        if name in declared:
+            continue
+        if name in annotations:
+            out[name] = strict
+        elif not (name == "readOnlyHint" and declared.get("skill") is True):
+            out[name] = False
+    return {**out, **declared}
+
+
+def _page_hints(annotations: Any) -> ToolHints:
+    """The hints of a page tool's annotations (None: it declared none)."""
+    if not isinstance(annotations, Mapping):
+        return ToolHints()
+    return ToolHints.from_annotations(page_annotations(annotations))
 
 
 def is_page_connection(connection_id: str) -> bool:
@@ -289,7 +324,7 @@ def _refusal(name: str, item: Mapping[str, Any], taken: set[str], seen: set[str]
             description=description,
             input_schema=dict(schema or {"type": "object"}),
             function=lambda: None,
-            hints=ToolHints.from_annotations(annotations),
+            hints=_page_hints(annotations),
         )
     except ConfigError as exc:
         return str(exc)

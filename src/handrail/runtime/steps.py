@@ -36,6 +36,7 @@ from .gate import (
     GateRequired,
     execution_denied,
     gate_for,
+    safe_to_run_again,
     stopped_result,
     uncertain_result,
 )
@@ -408,7 +409,7 @@ class StepRunner:
         process that stopped, the held call may have run already: unless the tool is
         read-only or idempotent it is not run again, and the model and the person read that
         its outcome is uncertain (``TOOL_EXECUTION_UNCERTAIN``)."""
-        if run.recovering == call.id and not _safe_to_run_again(run, tool):
+        if run.recovering == call.id and not safe_to_run_again(run.agent, tool):
             await self.tool_result(run, call, uncertain_result(tool.name), is_error=True)
             return
         if stopping(run):
@@ -437,7 +438,7 @@ class StepRunner:
         except TurnStopped:
             # Stopped while it ran: the tool's task is cancelled; whether it took effect is
             # known only for a tool that has none.
-            safe = _safe_to_run_again(run, tool)
+            safe = safe_to_run_again(run.agent, tool)
             await self.tool_result(run, call, stopped_result(tool.name, safe=safe), is_error=True)
             raise
         except GateRequired as required:
@@ -702,17 +703,6 @@ def _has_result(run: TurnRun, call_id: str) -> bool:
     return any(
         isinstance(m, ToolResultMessage) and m.tool_call_id == call_id for m in run.messages
     ) or any(r.get("type") == "tool-result" and r.get("toolCallId") == call_id for r in run.rows)
-
-
-def _safe_to_run_again(run: TurnRun, tool: Tool) -> bool:
-    """Whether a held call whose outcome is unknown may simply run again: its hints say it is
-    read-only or idempotent, and its connection is trusted (an untrusted server's hints make
-    nothing looser, so its call is reported uncertain instead)."""
-    try:
-        trusted = run.agent.connection_of(tool.name).trusted
-    except KeyError:
-        trusted = False
-    return trusted and (tool.hints.read_only is True or tool.hints.idempotent is True)
 
 
 def tool_gone_text(tool_name: str) -> str:
