@@ -137,7 +137,7 @@ async def test_every_json_route_has_the_small_cap(
     assert answer["title"] == "Request body too large"
     assert f"larger than {CAP} bytes" in answer["detail"]
     if path in ("/prompt", "/histories/{h}/turn"):  # the routes a files answer comes to
-        assert "Upload large files with POST /files/upload" in answer["detail"]
+        assert "Upload large files with POST /api/files/upload" in answer["detail"]
     else:
         assert answer["detail"] == f"The body is larger than {CAP} bytes. Send a smaller body."
     assert await db_state(api) == before

@@ -199,7 +199,9 @@ async def test_a_trickled_body_is_closed_with_or_without_a_token(server: Served)
     )
     for response, seconds in outcomes[: CONNECTIONS // 2]:
         assert status_of(response) == 408  # the route was still reading the body
-        assert "request body did not arrive in time" in problem_of(response)["detail"]
+        detail = problem_of(response)["detail"]
+        assert "request body did not arrive in time" in detail
+        assert "POST /api/files/upload" in detail  # the route under the API prefix
         assert BODY_TIMEOUT * 0.9 <= seconds <= BODY_TIMEOUT + SLACK
     for response, seconds in outcomes[CONNECTIONS // 2 :]:
         assert status_of(response) == 401  # answered at once, then the body still trickled

@@ -39,6 +39,7 @@ async def test_create_sets_the_owner_and_drops_read_only_fields(api: Api) -> Non
         "pendingAsk": {"toolCallId": "call_x", "kind": "confirm", "promptIndex": 0},
         "id": "f" * 24,
         "rows": [{"type": "user", "text": "injected"}],
+        "running": {"turnId": "f" * 24},
         "title": "Mine",
         "agent": "quiet",
     }
@@ -47,6 +48,7 @@ async def test_create_sets_the_owner_and_drops_read_only_fields(api: Api) -> Non
     assert history["pendingAsk"] is None
     assert history["id"] != "f" * 24
     assert history["rows"] == []
+    assert history["running"] is None
     assert history["title"] == "Mine"
     assert history["agent"] == "quiet"
     assert (await api.get("/histories/pendingAsks")).json()["data"] == []

@@ -117,7 +117,7 @@ def _known(value: Mapping[Any, Any], keys: tuple[str, ...], path: str) -> None:
 
 def _timeout(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
-        raise ConfigError(f"{path}: must be a number of seconds from 1 to 3600")
+        raise ConfigError(f"{path}: must be a number of seconds above 0, at most 3600")
     return float(value)
 
 

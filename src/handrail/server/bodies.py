@@ -163,14 +163,14 @@ async def read_json(
     if declared is not None and declared > cap:
         await widen()
         if declared > cap:
-            raise _too_large(cap, files_answer, larger)
+            raise _too_large(cap, files_answer, larger, state.api_prefix)
     chunks: list[bytes] = []
     size = 0
     try:
         async for chunk in request.stream():
             size += len(chunk)
             if size > cap and not (await widen() and size <= cap):
-                raise _too_large(cap, files_answer, larger)
+                raise _too_large(cap, files_answer, larger, state.api_prefix)
             chunks.append(chunk)
     except ClientDisconnect:
         raise BadRequest(
@@ -199,7 +199,7 @@ async def read_json(
     if size > state.max_json_bytes and (
         files_answer is None or not await files_answer.answers(store_of(request), data)
     ):
-        raise _too_large(state.max_json_bytes, files_answer, larger)
+        raise _too_large(state.max_json_bytes, files_answer, larger, state.api_prefix)
     return data
 
 
@@ -244,7 +244,9 @@ def _too_deep_message() -> str:
     )
 
 
-def _too_large(cap: int, files_answer: FilesAnswer | None, larger: int) -> PayloadTooLarge:
+def _too_large(
+    cap: int, files_answer: FilesAnswer | None, larger: int, prefix: str
+) -> PayloadTooLarge:
     detail = f"The body is larger than {cap} bytes."
     if files_answer is None:
         detail += " Send a smaller body."
@@ -254,7 +256,9 @@ def _too_large(cap: int, files_answer: FilesAnswer | None, larger: int) -> Paylo
                 f" Only the answer to a pending files ask may be larger (up to {larger} bytes, "
                 "for its data URLs)."
             )
-        detail += " Upload large files with POST /files/upload and answer with their fileId."
+        detail += (
+            f" Upload large files with POST {prefix}/files/upload and answer with their fileId."
+        )
     return PayloadTooLarge("Request body too large", detail)
 
 

@@ -284,7 +284,7 @@ class BodyCheck:
 
 #: What each checked body adds to its schema: the history's read-only fields, which the server
 #: ignores, and the turn body's three shapes (the rule its published schema cannot state).
-_READ_ONLY: Final = ("id", "userId", "created", "updated", "pendingAsk", "rows")
+_READ_ONLY: Final = ("id", "userId", "created", "updated", "pendingAsk", "rows", "running")
 _OPTIONS: Final[dict[str, dict[str, Any]]] = {
     "HistoryCreate": {"ignored": _READ_ONLY},
     "HistoryUpdate": {"ignored": _READ_ONLY},

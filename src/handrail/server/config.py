@@ -372,8 +372,8 @@ class ServerConfig:
             if self.link_key is None:
                 raise ConfigError(
                     "HANDRAIL_LINK_KEY: required when email is on, to sign the links in "
-                    "emails; set it to a random text of 32 characters or more (or set "
-                    "HANDRAIL_SECRET_KEY)"
+                    "emails; set it to a random text of at least 16 characters (32 or more "
+                    "is better), or set HANDRAIL_SECRET_KEY"
                 )
 
     @property

@@ -99,6 +99,8 @@ class ConnectionLimits:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    #: The API's prefix, for the upload route a slow body's 408 names.
+    api_prefix: str = "/api"
 
     @classmethod
     def of(cls, config: ServerConfig) -> ConnectionLimits:
@@ -107,6 +109,7 @@ class ConnectionLimits:
             header_timeout=config.header_timeout,
             body_timeout=config.body_timeout,
             max_connections=config.max_connections,
+            api_prefix=config.api_prefix,
         )
 
 
@@ -274,7 +277,7 @@ class GuardedProtocol(HttpToolsProtocol):
                 408,
                 f"The request body did not arrive in time ({self.limits.body_timeout:g} "
                 f"seconds, plus one for each {BODY_BYTES_PER_SECOND} bytes received). Send it "
-                "at once, or upload large files with POST /files/upload.",
+                f"at once, or upload large files with POST {self.limits.api_prefix}/files/upload.",
             )
         elif self._head_bytes == 0:
             # Nothing of a request arrived: close as uvicorn closes an idle connection.
