@@ -572,7 +572,10 @@ async def test_names_that_clash_are_refused_naming_both(capi: Api) -> None:
     assert response.status_code == 409
     problem = response.json()
     assert problem["title"] == "Connection name taken"
-    assert f"the connection 'Notes' ({first['id']})" in problem["detail"]
+    assert f"the connection “Notes” (id {first['id']})" in problem["detail"]
+    assert problem["fields"] == {
+        "name": "its tools would clash with those of the connection “Notes”"
+    }
     assert "notes_" in problem["detail"]
 
 

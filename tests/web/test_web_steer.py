@@ -99,7 +99,7 @@ def test_the_watch_shows_the_real_gate_and_a_denial_as_a_denial(
     phone.shoot("watch-approval-gate")
     card.get_by_role("button", name="Keep it").click()
     status = phone.page.get_by_role("status").filter(has_text="sent")
-    expect(status).to_contain_text("“Keep it” sent: the call did not run (user_denied).")
+    expect(status).to_contain_text("“Keep it” sent: the call did not run (you denied it).")
     with demo_server.api("bob") as api:
         records = api.get("/audit").raise_for_status().json()["data"]
     denied = next(r for r in records if r["action"] == "gate.denied")

@@ -223,9 +223,12 @@ def agent_names(value: Any, known: set[str], fields: dict[str, str]) -> tuple[st
 
 def name_taken(prefix: str, name: str, other: ConnectionRecord | None) -> NameTaken:
     """The error for a name whose tools' prefix `other` (when known) has already."""
-    them = f"the connection {other.name!r} ({other.id})" if other else "another connection"
+    them = f"the connection “{other.name}”" if other else "another connection"
+    # The detail names the other connection's id too, for a client of the API; the field's
+    # message is what the form shows under the name, for a person.
+    which = f"{them} (id {other.id})" if other else them
     return NameTaken(
-        f"The name {name!r} makes the tools' names start with {prefix}_, as those of {them} "
+        f"The name “{name}” makes the tools' names start with {prefix}_, as those of {which} "
         "do; choose a name that differs in its letters or digits.",
         code="CONNECTION_NAME_TAKEN",
         fields={"name": f"its tools would clash with those of {them}"},

@@ -8,6 +8,7 @@
 // call. Arguments and previews are only ever digests in the log, so nothing here shows them.
 
 import { getBlob, getPage } from "./api.js";
+import { isReasonCode, reasonWords } from "./cards/card.js";
 import { ago, h, replace, uid } from "./dom.js";
 import { onEvent } from "./live.js";
 
@@ -41,6 +42,15 @@ const GATES = {
   "page-tool": "page tool",
 };
 
+/** What became of the held call (a gate.outcome record's status). */
+const OUTCOMES = {
+  succeeded: "ran",
+  failed: "failed",
+  denied: "denied: it did not run",
+  uncertain: "may or may not have run",
+  waiting: "waiting on another answer",
+};
+
 const VIAS = { web: "the web app", watch: "the watch", headless: "a headless client", card: "a card button", link: "an email link", expiry: "its expiry" };
 
 /** What a record's changes say, in a few words for a person (never a digest's value). */
@@ -53,10 +63,11 @@ export function detailOf(record) {
     if (c.approvers && c.approvers.length) parts.push(`approvers: ${c.approvers.join(", ")}${c.quorum > 1 ? ` (${c.quorum} must approve)` : ""}`);
     if (c.expiresAt) parts.push(`expires ${new Date(c.expiresAt).toLocaleString()}`);
   } else if (record.action === "gate.outcome") {
-    parts.push(c.status || "");
+    parts.push(OUTCOMES[c.status] || c.status || "");
   } else if (record.action.startsWith("gate.")) {
     if (c.via) parts.push(`from ${VIAS[c.via] || c.via}`);
-    if (c.reason) parts.push(`note: “${c.reason}”`);
+    // A reason is a person's note, or one of the server's codes (said in words).
+    if (c.reason) parts.push(isReasonCode(c.reason) ? reasonWords(c.reason) : `note: “${c.reason}”`);
     if (c.edit && c.edit.fields) parts.push(`edited ${c.edit.fields.join(", ")}`);
     if (c.scope) parts.push(SCOPES[c.scope] || `for ${c.scope}`);
     if (c.approvals !== undefined) parts.push(`${c.approvals} of ${c.quorum} approvals`);

@@ -3,6 +3,7 @@
 // carries ask.status, and its answer is the tool-result row with the same toolCallId.
 
 import { ApiError, api, get, getPage, streamPrompt } from "./api.js";
+import { reasonWords } from "./cards/card.js";
 import { createCard } from "./cards/index.js";
 import { ago, h, humanize, json, replace, uid } from "./dom.js";
 import { onEvent } from "./live.js";
@@ -50,11 +51,8 @@ function failedResult(result, isError) {
 }
 
 function resultText(result, isError) {
-  if (result && typeof result === "object" && result.approved === false) {
-    return `Did not run (${result.reason || "denied"}).`;
-  }
-  if (result && typeof result === "object" && result.type === "execution-denied") {
-    return `Did not run (${result.reason || "denied"}).`;
+  if (result && typeof result === "object" && (result.approved === false || result.type === "execution-denied")) {
+    return `Did not run (${reasonWords(result.reason)}).`;
   }
   if (result && typeof result === "object" && result.editedByUser) {
     const verb = failedResult(result.result, false) ? "Failed" : "Returned";
@@ -377,7 +375,12 @@ export function chatPage(main, ctx) {
   }
 
   function notice(message) {
-    transcript.prepend(h("p", { class: "transcript-notice", role: "status" }, message));
+    const el = h("p", { class: "transcript-notice", role: "status", tabindex: "-1" }, message);
+    transcript.prepend(el);
+    // A reload replaced what held the focus (a card answered elsewhere, the Stop button): the
+    // notice that says why takes it, rather than the page's body.
+    const active = document.activeElement;
+    if (!active || active === document.body || !active.isConnected) el.focus({ preventScroll: true });
   }
 
   function showRename(on) {
@@ -517,7 +520,9 @@ export function chatPage(main, ctx) {
     }
   }
 
-  async function run(body, answering = null) {
+  /** `sent` ({el, text}): the message of a prompt, put back in the composer (and marked as
+   * not sent) when the server never started its turn, so nothing typed is lost. */
+  async function run(body, answering = null, sent = null) {
     state.streaming = true;
     state.ownTurns += 1;
     showProgress({ phase: "thinking" });
@@ -532,7 +537,8 @@ export function chatPage(main, ctx) {
     } catch (error) {
       if (!started) state.ownTurns = Math.max(0, state.ownTurns - 1); // no turn ran
       if (!started && answering) throw error;
-      if (!started && error instanceof ApiError) errorLine(error.message);
+      if (!started && sent) unsent(sent, error);
+      else if (!started && error instanceof ApiError) errorLine(error.message);
       else errorLine(`The connection broke: ${error.message}. Reload to see how the turn ended.`);
     } finally {
       closeText();
@@ -551,12 +557,33 @@ export function chatPage(main, ctx) {
   }
 
   function sendPrompt(text) {
-    reveal(userMessage(text));
+    const el = userMessage(text);
+    reveal(el);
     if (tryPrompts) tryPrompts.hidden = false;
     const body = { prompt: text };
     if (state.historyId) body.historyId = state.historyId;
     if (ctx.promptBody) Object.assign(body, ctx.promptBody(body));
-    return run(body);
+    return run(body, null, { el, text });
+  }
+
+  /** A message the server refused or never got (no turn ran): marked as not sent, and back
+   * in the composer (unless the person has typed another since) to send again. */
+  function unsent(sent, error) {
+    closeText();
+    sent.el.classList.add("msg-unsent");
+    sent.el.append(h("span", { class: "msg-unsent-note" }, "Not sent"));
+    const restored = !composer.value.trim();
+    if (restored) composer.value = sent.text;
+    transcript.append(
+      h(
+        "p",
+        { class: "msg msg-error", role: "alert" },
+        "Your message was not sent: ",
+        error && error.message ? error.message : String(error),
+        restored ? " It is back in the message box, to send again." : "",
+      ),
+    );
+    if (restored && document.activeElement === document.body) composer.focus({ preventScroll: true });
   }
 
   function startNew(prompt) {

@@ -11,6 +11,8 @@ import { instructionsSection } from "./instructions.js";
 
 const CLASSES = ["read-only", "mutating", "consequential"];
 const STATES = { connected: "Connected", starting: "Starting", error: "Error" };
+/** What kind of connection a catalog app makes, in words. */
+const KINDS = { "mcp-stdio": "· MCP server, run here", "mcp-http": "· MCP server over HTTP", actions: "· HTTP actions" };
 
 export function connectionsPage(main, ctx) {
   const admin = Boolean(ctx.info && ctx.info.user && ctx.info.user.isAdmin);
@@ -173,14 +175,32 @@ export function connectionsPage(main, ctx) {
       const id = uid(field.key);
       const secret = field.type === "secret" || field.type === "password";
       const input = h("input", { id, name: field.key, type: secret ? "password" : field.type === "url" ? "url" : "text", autocomplete: secret ? "new-password" : "off", required: field.required ? "" : null });
+      const error = fieldError(input);
       return {
         field,
         secret,
         input,
-        row: h("div", { class: "field" }, h("label", { for: id }, field.label, field.required ? " (required)" : ""), input, field.help ? h("p", { class: "helper" }, field.help) : null),
+        error,
+        row: h("div", { class: "field" }, h("label", { for: id }, field.label, field.required ? " (required)" : ""), input, field.help ? h("p", { class: "helper" }, field.help) : null, error),
       };
     });
     const name = h("input", { id: nameId, name: "name", type: "text", value: app.name, required: "" });
+    const nameError = fieldError(name);
+    // Where an error of the server's `fields` goes: its path (name, settings.baseUrl,
+    // secrets.apiKey) names the input, and the person reads it under that input's label.
+    const slots = new Map([["name", { input: name, error: nameError, label: "Name" }]]);
+    for (const one of inputs) {
+      const slot = { input: one.input, error: one.error, label: one.field.label };
+      slots.set(`${one.secret ? "secrets" : "settings"}.${one.field.key}`, slot);
+      slots.set(one.field.key, slot);
+    }
+    function clearFieldErrors() {
+      for (const { input, error } of slots.values()) {
+        input.removeAttribute("aria-invalid");
+        error.textContent = "";
+        error.hidden = true;
+      }
+    }
     const trusted = h("input", { id: trustedId, name: "trusted", type: "checkbox" });
     const form = h(
       "form",
@@ -194,6 +214,7 @@ export function connectionsPage(main, ctx) {
             if (!one.input.value) continue;
             (one.secret ? body.secrets : body.settings)[one.field.key] = one.input.value;
           }
+          clearFieldErrors();
           try {
             const saved = await api("POST", "/connections", body);
             errors.textContent = "";
@@ -202,13 +223,32 @@ export function connectionsPage(main, ctx) {
             await load();
           } catch (error) {
             const fields = error instanceof ApiError && error.problem.fields && !Array.isArray(error.problem.fields) ? error.problem.fields : {};
-            replace(errors, h("p", {}, error.message), Object.entries(fields).map(([key, message]) => h("p", {}, `${key}: ${message}`)));
+            const general = [];
+            let first = null;
+            for (const [path, message] of Object.entries(fields)) {
+              const slot = slots.get(path);
+              if (!slot) {
+                general.push(h("p", {}, `${fieldWords(path)}: ${sentence(message)}`));
+                continue;
+              }
+              slot.error.textContent = `${slot.label}: ${sentence(message)}`;
+              slot.error.hidden = false;
+              slot.input.setAttribute("aria-invalid", "true");
+              first = first || slot.input;
+            }
+            const entries = Object.keys(fields).length;
+            replace(
+              errors,
+              h("p", {}, entries ? `${app.name} was not added: ${entries === 1 ? "a field needs" : "some fields need"} a change (see below).` : error.message),
+              general,
+            );
+            if (first) first.focus();
           }
         },
       },
       h("h3", {}, `Add ${app.name}`),
       errors,
-      h("div", { class: "field" }, h("label", { for: nameId }, "Name"), name, h("p", { class: "helper" }, "Its tools are named after it, such as notes_list_notes.")),
+      h("div", { class: "field" }, h("label", { for: nameId }, "Name"), name, h("p", { class: "helper" }, "Its tools are named after it, such as notes_list_notes."), nameError),
       inputs.map((one) => one.row),
       h("div", { class: "field field-check" }, trusted, h("label", { for: trustedId }, "Trust its tools' hints (otherwise every tool is consequential)")),
       h("div", { class: "button-row" }, h("button", { class: "btn btn-primary", type: "submit" }, "Add connection"), h("button", { class: "btn btn-secondary", type: "button", onclick: () => form.remove() }, "Cancel")),
@@ -230,7 +270,7 @@ export function connectionsPage(main, ctx) {
             const item = h(
               "li",
               { class: "catalog-app", dataset: { slug: app.slug } },
-              h("h3", {}, app.name, " ", h("code", { class: "muted" }, app.kind)),
+              h("h3", {}, app.name, " ", h("span", { class: "muted catalog-kind" }, KINDS[app.kind] || app.kind)),
               h("p", {}, app.description),
               app.docsUrl ? h("p", { class: "helper" }, h("a", { href: app.docsUrl, rel: "noopener noreferrer", target: "_blank" }, "Documentation")) : null,
             );
@@ -289,6 +329,26 @@ async function everyConnection() {
     next = page.next;
   }
   return connections;
+}
+
+/** An error line under an input, tied to it for assistive technology (aria-describedby). */
+function fieldError(input) {
+  const error = h("p", { class: "field-error", id: uid("error"), hidden: true });
+  input.setAttribute("aria-describedby", error.id);
+  return error;
+}
+
+/** A server's field message as a sentence: "must be an http(s) URL" -> "must be an http(s) URL." */
+function sentence(message) {
+  const text = String(message || "").trim();
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+
+/** A field path the form has no input for (agents, overrides.<tool>), in words. */
+function fieldWords(path) {
+  const [head, ...rest] = String(path).split(".");
+  const names = { agents: "Agents", overrides: "Tool classes", settings: "Settings", secrets: "Secrets", trusted: "Trust", approvals: "Approvers" };
+  return [names[head] || head, ...rest].join(" › ");
 }
 
 function unavailable(error) {

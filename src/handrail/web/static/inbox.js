@@ -63,7 +63,7 @@ export function inboxPage(main, ctx) {
   const list = h("ul", { class: "inbox-list", "aria-label": "Waiting on you" });
   const status = h("p", { class: "muted", role: "status" }, "Loading…");
   const more = h("button", { class: "btn btn-secondary btn-small inbox-more", type: "button", hidden: true, onclick: loadMore }, "Show more");
-  const said = h("p", { class: "inbox-said", "aria-live": "polite" });
+  const said = h("p", { class: "inbox-said", "aria-live": "polite", tabindex: "-1" });
   let alive = true;
   let next = null;
   let items = [];
@@ -331,11 +331,30 @@ export function inboxPage(main, ctx) {
         ),
       ),
     );
-    const failed = results.filter((r) => r.status === "rejected").length;
+    // A 409: answered elsewhere first (left alone). Any other failure (the server unreachable,
+    // a 503) keeps its ask selected, to deny again.
+    const answeredElsewhere = results.filter((r) => r.status === "rejected" && r.reason && r.reason.status === 409).length;
+    const unsent = results.filter((r) => r.status === "rejected" && !(r.reason && r.reason.status === 409));
     selected.clear();
-    said.textContent = failed
-      ? `Denied ${chosen.length - failed} of ${chosen.length}; the others were answered elsewhere first.`
-      : `Denied ${chosen.length}: ${chosen.length === 1 ? "that call does" : "those calls do"} not run.`;
+    chosen.forEach((item, index) => {
+      const result = results[index];
+      if (result.status === "rejected" && !(result.reason && result.reason.status === 409)) selected.add(keyOf(item));
+    });
+    const denied = chosen.length - answeredElsewhere - unsent.length;
+    if (!answeredElsewhere && !unsent.length) {
+      said.textContent = `Denied ${chosen.length}: ${chosen.length === 1 ? "that call does" : "those calls do"} not run.`;
+    } else {
+      const parts = [`Denied ${denied} of ${chosen.length}.`];
+      if (answeredElsewhere) parts.push(`${answeredElsewhere === 1 ? "One was" : `${answeredElsewhere} were`} answered elsewhere first.`);
+      if (unsent.length) {
+        const why = unsent[0].reason && unsent[0].reason.message ? unsent[0].reason.message : String(unsent[0].reason);
+        parts.push(`${unsent.length === 1 ? "One was" : `${unsent.length} were`} not sent (${why}); ${unsent.length === 1 ? "it stays" : "they stay"} selected: press Deny selected again.`);
+      }
+      said.textContent = parts.join(" ");
+    }
+    // The button is off while nothing is selected: the line that says what happened takes the
+    // focus rather than the page's body.
+    if (document.activeElement === denySelected || document.activeElement === document.body) said.focus({ preventScroll: true });
     load();
   }
 

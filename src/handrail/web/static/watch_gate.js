@@ -4,6 +4,7 @@
 // call: a denial never reads as a success, and a confirmed call that then failed says so.
 
 import { api, get } from "./api.js";
+import { reasonWords } from "./cards/card.js";
 import { clock, h } from "./dom.js";
 
 const ORIGIN_LABELS = {
@@ -81,7 +82,7 @@ export async function outcomeOf(historyId, gate) {
 
 /** The status line of a tap whose held call's outcome is known. */
 export function outcomeText(label, outcome) {
-  if (outcome.status === "denied") return [`“${label}” sent: the call did not run (${outcome.reason}).`, "info"];
+  if (outcome.status === "denied") return [`“${label}” sent: the call did not run (${reasonWords(outcome.reason)}).`, "info"];
   if (outcome.status === "failed") return [`“${label}” was sent, but the call failed: ${outcome.message}`, "error"];
   return null;
 }

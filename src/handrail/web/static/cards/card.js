@@ -11,7 +11,39 @@ const CANCEL_REASONS = {
   user_cancelled: "Cancelled",
   expired: "Expired: nothing ran",
   edited: "Edited: prepared again",
+  stopped: "Cancelled: you stopped the turn",
+  invalid_ask: "Cancelled: the agent's question could not be shown",
 };
+
+/** Why a call did not run, in words, for each reason code the server gives (the reason of an
+ * execution-denied result, of a cancel). */
+const REASON_WORDS = {
+  denied: "denied",
+  user_denied: "you denied it",
+  user_declined: "you skipped it",
+  user_cancelled: "cancelled",
+  user_sent_message: "a new message was sent",
+  one_ask_at_a_time: "the agent asked something else at the same time",
+  expired: "it expired",
+  stopped: "you stopped the turn",
+  edited: "prepared again with your changes",
+  invalid_ask: "the agent's question could not be shown",
+};
+
+/** Whether `reason` is one of the server's codes (user_denied, expired, ...), not a note a
+ * person wrote. */
+export function isReasonCode(reason) {
+  return typeof reason === "string" && (reason in REASON_WORDS || /^[a-z]+(_[a-z]+)+$/.test(reason.trim()));
+}
+
+/** A reason code in words ("you denied it"); a person's note as the note; never the code. */
+export function reasonWords(reason) {
+  const text = typeof reason === "string" ? reason.trim() : "";
+  if (!text) return REASON_WORDS.denied;
+  if (text in REASON_WORDS) return REASON_WORDS[text];
+  if (isReasonCode(text)) return text.replace(/_/g, " ");
+  return `denied with a note: “${text}”`;
+}
 
 /** A button: variant is primary, secondary, danger or ghost. */
 export function button(label, { variant = "secondary", type = "button", onClick, ...attrs } = {}) {
@@ -31,7 +63,7 @@ export function statusOf(response) {
 export function noteOf(response) {
   if (!response || response.action !== "cancel") return null;
   const reason = typeof response.reason === "string" ? response.reason.trim() : "";
-  if (!reason || reason in CANCEL_REASONS || reason === "expired" || /^[a-z]+(_[a-z]+)+$/.test(reason)) return null;
+  if (!reason || reason in CANCEL_REASONS || isReasonCode(reason)) return null;
   return reason;
 }
 

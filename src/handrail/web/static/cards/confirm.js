@@ -187,6 +187,7 @@ export const approval = {
 
 function previewValue(value) {
   if (value === null || value === undefined) return h("span", { class: "muted" }, "none");
+  if (value === "") return h("span", { class: "muted" }, "empty");
   if (Array.isArray(value)) {
     if (value.every((v) => v === null || typeof v !== "object")) return value.join(", ");
     return h("ul", { class: "plain" }, value.map((v) => h("li", {}, previewValue(v))));
