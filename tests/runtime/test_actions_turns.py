@@ -264,6 +264,35 @@ async def test_a_fault_while_sending_is_uncertain_not_a_failed_turn(
     assert await booking.posts() == []
 
 
+async def test_a_message_reports_an_uncertain_send_after_the_ask_it_cancels(
+    booking: Booking,
+) -> None:
+    """A confirmation consumed by a process that then stopped (its lease lapsed, no outcome)
+    and an ask still pending: the next message's stream starts with ``{askResolved}`` (the
+    spec's first event of a prompt that cancels the pending ask), then the uncertain result;
+    the model reads the uncertain result before the message, and nothing is resent."""
+    ask = await booking.book(time="19:00")
+    confirmation_id = ask["toolCallId"].removeprefix("confirmation_")
+    record = await booking.store.confirmations.get(confirmation_id)
+    assert record is not None
+    await booking.store.confirmations.consume(confirmation_id, digest=record.digest, lease_ms=1)
+    await asyncio.sleep(0.05)  # the sender's lease lapses: it stopped before recording
+    events = await booking.say("never mind")
+    assert events[0] == {"askResolved": {"toolCallId": ask["toolCallId"], "action": "cancel"}}
+    uncertain = next(e["toolResult"] for e in events if "toolResult" in e)
+    assert uncertain["result"]["code"] == "TOOL_EXECUTION_UNCERTAIN"
+    assert events.index(next(e for e in events if "toolResult" in e)) > 0
+    assert await booking.posts() == []
+    rows = await booking.rows()
+    kinds = [
+        (r["type"], r.get("result", {}).get("code") if r["type"] == "tool-result" else None)
+        for r in rows
+    ]
+    assert ("tool-result", "TOOL_EXECUTION_UNCERTAIN") in kinds
+    reported = kinds.index(("tool-result", "TOOL_EXECUTION_UNCERTAIN"))
+    assert [r.get("text") for r in rows[reported:] if r["type"] == "user"] == ["never mind"]
+
+
 async def test_cancel_and_a_new_message_never_send(booking: Booking) -> None:
     ask = await booking.book(time="19:00")
     events = await booking.answer(ask, action="cancel")

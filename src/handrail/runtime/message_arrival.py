@@ -6,7 +6,7 @@ cancelled with reason ``user_sent_message``, the message stored with the cancel
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._util import utc_now
 from ..asks import PendingAsk
@@ -70,12 +70,17 @@ class MessageArrival:
         return history, bool(cancelled)
 
     async def report_uncertain(
-        self, turn: Turn, history: History, records: list[ConfirmationRecord]
+        self,
+        history: History,
+        records: list[ConfirmationRecord],
+        events: list[dict[str, Any]],
     ) -> History:
         """A side effect whose confirmation was consumed but whose outcome was never recorded
         (the process died while sending) is uncertain: the model reads
         ``TOOL_EXECUTION_UNCERTAIN`` as its call's result, once, and it is never resent.
-        `records` are the history's confirmations, read with it."""
+        `records` are the history's confirmations, read with it. The ``toolResult`` events
+        are added to `events`, for the caller to send after ``{askResolved}`` (a prompt's
+        first event when it cancels the pending ask)."""
         now = utc_now()
         uncertain = []
         for record in records:
@@ -105,10 +110,10 @@ class MessageArrival:
             )
 
         history = await compare_and_set(self.store, history.id, report, current=history)
-        for record in missing:
-            await turn.emit(
-                tool_result_event(
-                    record.tool_call_id, record.tool_name, uncertain_confirmation(record.id)
-                )
+        events.extend(
+            tool_result_event(
+                record.tool_call_id, record.tool_name, uncertain_confirmation(record.id)
             )
+            for record in missing
+        )
         return history

@@ -543,15 +543,18 @@ class Runtime:
         # A conversation made for this prompt (no `state`) has no rows, ask or confirmations.
         prior: Sequence[Row] = ()
         stored_message = False
+        uncertain: list[dict[str, Any]] = []
         if state is not None:
-            history = await self._report_uncertain(turn, history, state.confirmations)
+            history = await self._report_uncertain(history, state.confirmations, uncertain)
             history, stored_message = await self._cancel_pending_for_message(
                 turn, history, prompt, via
             )
+        # After ``{askResolved}``, which is the first event of a prompt that cancelled the
+        # pending ask (the spec's "SSE events"): the page's tools, then the uncertain results.
         if page is not None:
-            # After ``{askResolved}``, which is the first event of a prompt that cancelled the
-            # pending ask (the spec's "SSE events"); otherwise first.
             await turn.emit(page.event())
+        for event in uncertain:
+            await turn.emit(event)
         if state is not None:
             if history.version != state.history.version:
                 prior = [r.data for r in await self.store.histories.rows(history.id)]
@@ -602,10 +605,14 @@ class Runtime:
         return await self.arrival.cancel_pending(turn, history, prompt, via)
 
     async def _report_uncertain(
-        self, turn: Turn, history: History, records: list[ConfirmationRecord]
+        self,
+        history: History,
+        records: list[ConfirmationRecord],
+        events: list[dict[str, Any]],
     ) -> History:
-        """The uncertain side effects the model reads first (`MessageArrival`)."""
-        return await self.arrival.report_uncertain(turn, history, records)
+        """The uncertain side effects the model reads first (`MessageArrival`); their events
+        go to `events`."""
+        return await self.arrival.report_uncertain(history, records, events)
 
     async def _answer_turn(
         self, run: TurnRun, pending: PendingAsk, answer: Answer, *, recovering: bool = False
