@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from .._util import iso, json_encoder, new_id, now_iso, utc_now
+from ..actions import check_input as check_action_input
 from ..asks import (
     AskValidationError,
     PendingAsk,
@@ -190,6 +191,7 @@ class ApprovalGate(Gate):
     def ask(self, agent: Agent, tool: Tool, call: ToolCall) -> PendingAsk:
         approval_id = f"approval_{new_id()}"
         page = _page_of(agent, tool)
+        held = _connection_id(agent, tool)
         # The person approves the call as it would run: managed arguments included.
         projected = tool.project(call.arguments)
         confirm = (
@@ -209,6 +211,8 @@ class ApprovalGate(Gate):
             connection_id=page.connection_id if page is not None else None,
             held_tool_call_id=call.id,
             arguments_digest=arguments_digest(tool.project(call.arguments)),
+            # Server-only: the connection the person is asked about (a page tool's is public).
+            extra={HELD_CONNECTION: held} if held is not None and page is None else {},
         )
 
     approvable = True
@@ -259,14 +263,14 @@ class ApprovalGate(Gate):
         if digest is not None and digest != arguments_digest(tool.project(call.arguments)):
             await runner.tool_result(run, call, stale_approval_text(tool.name), is_error=True)
             return
-        edited = edited_arguments(answer.envelope)
-        if edited is not None and edited not in (call.arguments, tool.project(call.arguments)):
-            # Edit, then approve: the call runs once with the person's arguments; the model
-            # reads that they changed them, and how.
-            await runner.run_and_record(run, tool, call, edited=edited)
-            return
         connection = run.agent.connection_of(tool.name)
+        if not _same_connection(pending, connection) or _rules_grew(run.agent, pending, tool):
+            # The person approved a call of another connection, or one that waited for
+            # fewer approvers than the tool names now: it does not run on this approval.
+            await runner.tool_result(run, call, changed_approval_text(tool.name), is_error=True)
+            return
         user_id = run.principal.user_id
+        # The grant is the person's answer about the tool, whatever they made of this call.
         if answer.scope == "conversation":
             await runner.store.grants.add(
                 user_id,
@@ -277,7 +281,42 @@ class ApprovalGate(Gate):
             )
         elif answer.scope == "always":
             await runner.store.grants.add(user_id, connection.connection_id, tool.name, "always")
+        edited = edited_arguments(answer.envelope)
+        if edited is not None and edited not in (call.arguments, tool.project(call.arguments)):
+            # Edit, then approve: the call runs once with the person's arguments; the model
+            # reads that they changed them, and how.
+            await runner.run_and_record(run, tool, call, edited=edited)
+            return
         await runner.run_and_record(run, tool, call)
+
+
+#: The stored key of the connection an approval's held call belongs to (server-only).
+HELD_CONNECTION: Final = "heldConnectionId"
+
+
+def _connection_id(agent: Agent, tool: Tool) -> str | None:
+    """The id of the connection that holds `tool`, or None when none does."""
+    try:
+        return agent.connection_of(tool.name).connection_id
+    except KeyError:
+        return None
+
+
+def _same_connection(pending: PendingAsk, connection: ToolSet) -> bool:
+    """Whether the held call's tool is still the one of the connection the person was asked
+    about (an ask stored before that was recorded counts as the same)."""
+    asked = pending.connection_id or pending.extra.get(HELD_CONNECTION)
+    return asked is None or asked == connection.connection_id
+
+
+def _rules_grew(agent: Agent, pending: PendingAsk, tool: Tool) -> bool:
+    """Whether the tool now names approvers (or a quorum) that the approval did not wait for:
+    they were set after it was asked, and an approval without them runs nothing."""
+    rules = agent.rules_for(tool.name)
+    if not rules.approvers:
+        return False
+    waited = set(pending.approvers or ())
+    return not set(rules.approvers) <= waited or rules.quorum > (pending.quorum or 1)
 
 
 def _page_of(agent: Agent, tool: Tool) -> PageToolSet | None:
@@ -305,6 +344,16 @@ def stale_approval_text(tool_name: str) -> str:
         f"The approval was for {tool_name} with other arguments: the connection's settings "
         "changed since the person was asked, so the call did not run. Call it again if it is "
         "still needed; the person will be asked about the call as it would run now."
+    )
+
+
+def changed_approval_text(tool_name: str) -> str:
+    """The tool error of a held call whose connection (or approvers) changed since the person
+    was asked about it."""
+    return (
+        f"The person answered about {tool_name} as its connection stood when they were asked: "
+        "the connection was replaced, or its approvers changed, since then, so the call did not "
+        "run. Call it again if it is still needed; it will be asked about as it stands now."
     )
 
 
@@ -394,6 +443,10 @@ class PermissionGate(Gate):
             await runner.deny(run, call, denial_reason(answer.envelope) or "user_declined")
             return
         connection = run.agent.connection_of(tool.name)
+        if not _same_connection(pending, connection):
+            # The level was chosen for the connection the person was asked about.
+            await runner.tool_result(run, call, changed_approval_text(tool.name), is_error=True)
+            return
         await runner.store.permissions.set(run.principal.user_id, connection.connection_id, level)
         await runner.decided_call(run, tool, call)
 
@@ -512,9 +565,18 @@ class ConfirmationGate(Gate):
         self, agent: Agent, pending: PendingAsk, envelope: dict[str, Any]
     ) -> list[AskValidationError]:
         tool = agent.tools.get(pending.tool_name or "")
-        if tool is None:
+        found = agent.actions.get(pending.tool_name or "")
+        if tool is None or found is None:
             return []
-        return edit_errors(envelope, tool.input_schema, tool.check)
+        action = found[1]
+
+        def problems(arguments: Any) -> list[str]:
+            # The action's own input rule too (it refuses properties its schema does not
+            # declare): an edit it would refuse is a 400, never a consumed confirmation.
+            found = _edit_problems(tool, arguments)
+            return [*found, *(p for p in check_action_input(action, arguments) if p not in found)]
+
+        return edit_errors(envelope, tool.input_schema, problems)
 
     def ask(
         self,
