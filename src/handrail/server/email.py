@@ -24,11 +24,12 @@ import smtplib
 import ssl
 from collections.abc import Mapping
 from email.message import EmailMessage
-from email.utils import make_msgid
+from email.utils import format_datetime, make_msgid
 from typing import Any, Final
 
 from .._util import new_id, utc_now
 from ..asks import PendingAsk
+from ..asks.text import cut_text
 from ..store.outbox import AnswerLink
 from .reach_config import EmailConfig
 
@@ -47,6 +48,8 @@ SMTP_TIMEOUT: Final = 30.0
 #: The links' path on the server (beside the web UI's pages, outside the API prefix).
 LINKS_PATH: Final = "/links"
 _SIGNATURE_BYTES: Final = 16
+#: UTF-16 code units of a subject made of the card's text (an ask without a title).
+_SUBJECT_TEXT_MAX: Final = 60
 
 
 def link_token(key: bytes, link_id: str) -> str:
@@ -138,7 +141,11 @@ def render_email(
     title = payload.get("title")
     text = str(payload.get("text", ""))
     reminder = bool(payload.get("reminder"))
-    subject = title if isinstance(title, str) and title else (text[:60] or "An ask is waiting")
+    # A header holds one line: a title or text from a tool or a model may hold line breaks
+    # (``\n``, and U+2028, U+0085 and the like, which no header may hold either).
+    subject = _one_line(title) if isinstance(title, str) else ""
+    if not subject:
+        subject = cut_text(_one_line(text), _SUBJECT_TEXT_MAX) or "An ask is waiting"
     subject = ("Reminder: " if reminder else "") + subject
     owner = payload.get("ownerId")
     approver = isinstance(owner, str) and bool(owner)
@@ -177,9 +184,10 @@ def render_email(
         lines += ["", f"Or open the conversation: {app_link}"]
     lines += ["", "Each link works once. Opening one shows the ask and asks you to confirm."]
     message = EmailMessage()
-    message["Subject"] = subject.replace("\r", " ").replace("\n", " ")
+    message["Subject"] = subject
     message["From"] = sender
     message["To"] = str(payload["to"])
+    message["Date"] = format_datetime(utc_now())
     message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
     message.set_content("\n".join(lines))
     message.add_alternative(
@@ -187,6 +195,11 @@ def render_email(
         subtype="html",
     )
     return message
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line: each run of white space, line breaks among it, one space."""
+    return " ".join(text.split())
 
 
 def _html(

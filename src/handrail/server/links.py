@@ -15,6 +15,7 @@ document; the token in the URL is the only credential, so the pages send no refe
 
 from __future__ import annotations
 
+import contextlib
 import html
 from typing import Final
 
@@ -162,6 +163,14 @@ async def use_link(request: Request) -> Response:
         return _message(
             ("This answer could not be sent", "Answer the ask in handrail instead."), 409
         )
+    except Exception:
+        # The answer met the storage unavailable (a lost connection, a full disk) or another
+        # fault: the link works again, so a click once the server is back answers, or says
+        # the ask was answered (a change saved as its connection was lost). The edge answers
+        # this request (503 with Retry-After for the storage's trouble).
+        with contextlib.suppress(Exception):
+            await repo.release(link.id)
+        raise
     label = html.escape(str(button.get("label", "")))
     body = f"{_card_html(card)}<p>Your answer <bdi><strong>{label}</strong></bdi> was sent.</p>"
     return _page("Answer sent", body)

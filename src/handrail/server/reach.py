@@ -332,7 +332,20 @@ class Reach:
     async def _attempt(self, delivery: Delivery) -> None:
         started = time.monotonic()
         attempts, backoff = self._retry_policy(delivery)
-        ok, status_code, error = await self._send(delivery)
+        try:
+            ok, status_code, error = await self._send(delivery)
+        except Exception as exc:
+            # A fault of this delivery (a message that could not be made) is one failed
+            # attempt, logged and retried as any other: never a claim held again and again,
+            # unlogged, while the rest of the outbox waits.
+            log.exception(
+                "%s delivery %s to %s could not be sent",
+                delivery.channel,
+                delivery.id,
+                delivery.target,
+            )
+            ok, status_code = False, None
+            error = f"The delivery could not be made ({type(exc).__name__})."
         duration_ms = int((time.monotonic() - started) * 1000)
         attempt = delivery.attempts + 1
         now = utc_now()

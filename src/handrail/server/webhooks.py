@@ -10,11 +10,14 @@ headers are
 A receiver checks the signature over the exact bytes of the body and refuses a timestamp far
 from its clock (replays). Any 2xx answer is delivered; anything else, a timeout or a refused
 connection is retried with backoff (`handrail.server.reach`). Redirects are not followed: a
-3xx is a failed attempt.
+3xx is a failed attempt. An attempt ends by `WEBHOOK_TIMEOUT` seconds whatever the receiver
+does (however slowly it answers, a byte at a time); its status line and headers are all that is
+read of its answer, never its body.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -29,7 +32,7 @@ from .reach_config import WebhookConfig
 
 __all__ = ["WEBHOOK_TIMEOUT", "PostOutcome", "post_webhook", "sign", "webhook_body"]
 
-#: Seconds a receiver has to answer one attempt.
+#: Seconds a receiver has to answer one attempt, from the connection to its answer's headers.
 WEBHOOK_TIMEOUT: Final = 10.0
 
 
@@ -66,8 +69,13 @@ async def post_webhook(
         "webhook-signature": sign(hook.secret, message_id, timestamp, body),
     }
     try:
-        response = await client.post(hook.url, content=body, headers=headers)
-    except httpx.TimeoutException:
+        # The whole exchange has `WEBHOOK_TIMEOUT` (httpx's own timeout is per read: a receiver
+        # that answers a byte at a time would hold the attempt, and every delivery after it,
+        # for as long as it likes). The status decides; the answer's body is not read.
+        async with asyncio.timeout(WEBHOOK_TIMEOUT):
+            async with client.stream("POST", hook.url, content=body, headers=headers) as response:
+                status_code = response.status_code
+    except (TimeoutError, httpx.TimeoutException):
         return PostOutcome(ok=False, status_code=None, error="The receiver did not answer in time.")
     except httpx.HTTPError as exc:
         return PostOutcome(
@@ -75,11 +83,11 @@ async def post_webhook(
             status_code=None,
             error=f"Could not reach the receiver ({type(exc).__name__}).",
         )
-    if 200 <= response.status_code < 300:
-        return PostOutcome(ok=True, status_code=response.status_code, error=None)
+    if 200 <= status_code < 300:
+        return PostOutcome(ok=True, status_code=status_code, error=None)
     # The answer's body is the receiver's (untrusted) text: the log keeps only the status.
     return PostOutcome(
         ok=False,
-        status_code=response.status_code,
-        error=f"The receiver answered {response.status_code}.",
+        status_code=status_code,
+        error=f"The receiver answered {status_code}.",
     )
