@@ -12,6 +12,7 @@ that answered with the file, and `message_to_json` leaves its bytes out.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -158,3 +159,14 @@ def messages_to_json(messages: list[Message]) -> list[dict[str, Any]]:
 
 def messages_from_json(data: list[Any]) -> list[Message]:
     return [message_from_json(m) for m in data]
+
+
+def call_ids(messages: Iterable[Message]) -> set[str]:
+    """Every tool call id in `messages`: the calls' and the results'."""
+    ids: set[str] = set()
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            ids.update(call.id for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage):
+            ids.add(message.tool_call_id)
+    return ids

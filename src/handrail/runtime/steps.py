@@ -41,7 +41,14 @@ from .gate import (
     uncertain_result,
 )
 from .gates import APPROVALS, CLARIFY, MODEL_ASKS, PERMISSIONS, declared_title
-from .messages import AssistantMessage, FilePart, Message, ToolCall, ToolResultMessage
+from .messages import (
+    AssistantMessage,
+    FilePart,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    call_ids,
+)
 from .models import INVALID_ARGUMENTS_KEY
 from .models.base import Model, ModelRequest, TextDelta, ToolCallPart, storable_output
 from .page_tools import PageTools
@@ -668,17 +675,6 @@ async def _run_tool(
         return f"The tool {tool.name} failed unexpectedly. Try another way, or tell the user.", True
     finally:
         CALLING_USER.reset(token)
-
-
-def call_ids(messages: list[Message]) -> set[str]:
-    """Every tool call id in `messages`: the calls and the results."""
-    ids: set[str] = set()
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            ids.update(call.id for call in message.tool_calls)
-        elif isinstance(message, ToolResultMessage):
-            ids.add(message.tool_call_id)
-    return ids
 
 
 def _renamed(call: ToolCall, taken: set[str]) -> ToolCall:

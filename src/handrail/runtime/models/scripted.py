@@ -47,7 +47,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from ..messages import (
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    call_ids,
+)
 from ._convert import compact_json
 from .base import (
     ModelError,
@@ -127,16 +133,6 @@ def _words(text: str) -> list[str]:
     return _WORDS.findall(text)
 
 
-def _existing_ids(messages: Sequence[Message]) -> set[str]:
-    ids: set[str] = set()
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            ids.update(call.id for call in message.tool_calls)
-        elif isinstance(message, ToolResultMessage):
-            ids.add(message.tool_call_id)
-    return ids
-
-
 class ScriptedModel:
     """A deterministic model for tests and the offline demo. **It is not AI**: it follows the
     commands in the user's message and echoes tool results, by the fixed rules of
@@ -203,7 +199,7 @@ class ScriptedModel:
             yield StepEnd(finish_reason="stop")
             return
 
-        taken = _existing_ids(messages)
+        taken = call_ids(messages)
         # Only calls come before the last command: `fail` and `fail-after-text` end the step.
         for index, command in enumerate(parsed):
             assert isinstance(command, _Command)
