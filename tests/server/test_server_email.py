@@ -22,6 +22,7 @@ from sqlalchemy import update
 from handrail.errors import ConfigError
 from handrail.runtime.agent import Agent
 from handrail.server import ServerConfig, UserConfig
+from handrail.server.auth import Authenticator
 from handrail.server.reach_config import EmailConfig, email_config
 from handrail.store.tables import answer_links
 
@@ -192,6 +193,27 @@ async def test_expired_and_forged_links_say_so(tmp_path: Path) -> None:
         assert expired.status_code == 410
         assert "This link expired" in expired.text
         assert (await api.history(history_id))["pendingAsk"] is not None
+
+
+async def test_a_link_of_a_user_taken_out_of_the_configuration_answers_nothing(
+    tmp_path: Path,
+) -> None:
+    """alice is mailed a link, then the server starts again without her (its authenticator is
+    what a restart with the new user list makes): the link opens a page that says so and
+    answers nothing; the ask still waits."""
+    async with emailing(tmp_path) as (api, mailbox):
+        history_id, _pending = await ask(api)
+        token = links_of(await mailed(mailbox))["Keep them"]
+        others = [user for user in EMAIL_USERS if user.id != "alice"]
+        api.app.state.authenticator = Authenticator(others)
+        for method in ("GET", "POST"):
+            page = await api.client.request(method, f"/links/{token}")
+            assert page.status_code == 410
+            assert "This link no longer works" in page.text
+            assert "Confirm" not in page.text
+        history = await api.store.histories.get(history_id)
+        assert history is not None
+        assert history.pending_ask is not None
 
 
 async def test_a_link_shows_no_more_than_the_card(tmp_path: Path) -> None:

@@ -151,6 +151,11 @@ class Authenticator:
                 found = principal
         return found if token else None
 
+    def knows(self, user_id: str) -> bool:
+        """Whether `user_id` is a user of the configuration (an email link's user must still
+        be one: a user taken out of it answers nothing by an old link)."""
+        return any(p.user_id == user_id for _, p in self._users)
+
     def user(self, user_id: str) -> Principal:
         """The principal of `user_id` (an admin when the configuration says so), for an
         answer made without a token (an email link)."""

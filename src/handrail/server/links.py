@@ -50,6 +50,10 @@ _NOT_VALID: Final = (
 )
 _USED: Final = ("This link was used already", "The ask is answered. Nothing more to do here.")
 _EXPIRED: Final = ("This link expired", "Answer the ask in handrail instead, if it still waits.")
+_GONE: Final = (
+    "This link no longer works",
+    "The person it was sent to is no longer a user of this server.",
+)
 _ANSWERED: Final = (
     "This ask was already answered",
     "It was answered, cancelled or replaced elsewhere, so this link no longer answers it.",
@@ -78,6 +82,9 @@ async def _open(
         return _message(_USED, 410)
     if link.expires <= utc_now():
         return _message(_EXPIRED, 410)
+    authenticator: Authenticator = request.app.state.authenticator
+    if not authenticator.knows(link.user_id):
+        return _message(_GONE, 410)
     history = await store_of(request).histories.get(link.history_id)
     pending = history.pending_ask if history is not None else None
     if (
