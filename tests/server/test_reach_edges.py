@@ -212,12 +212,19 @@ async def test_a_link_whose_answer_met_the_storage_unavailable_works_again(
             raise OSError(errno.ENOSPC, "No space left on device")
 
         runtime.start_button = disk_full
+        page = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # a browser's form
         try:
-            failed = await api.client.post(f"/links/{links['Keep them']}")
+            failed = await api.client.post(f"/links/{links['Keep them']}", headers=page)
+            as_json = await api.client.post(f"/links/{links['Keep them']}")
         finally:
             runtime.start_button = answer
+        # The person reads a page that says so (not problem JSON); a client of the API, JSON.
         assert failed.status_code == 503
         assert failed.headers["retry-after"]
+        assert failed.headers["content-type"].startswith("text/html")
+        assert "<h1>Storage full</h1>" in failed.text
+        assert as_json.status_code == 503
+        assert as_json.headers["content-type"] == "application/problem+json"
         assert (await api.history(stream.history_id))["pendingAsk"] is not None
         # Not "used already, the ask is answered": nothing was answered, and the link answers.
         again = await api.client.post(f"/links/{links['Keep them']}")

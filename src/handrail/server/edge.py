@@ -60,7 +60,7 @@ from ..errors import ConfigError
 from ..store import storage_trouble
 from .bodies import unstorable_text, url_text_problems
 from .dispatch import RouteIndex
-from .problems import REQUEST_ID_HEADER, problem_response
+from .problems import REQUEST_ID_HEADER, problem_response, unavailable_response
 
 __all__ = ["AppState", "Edge", "EdgeRoute", "HandrailAPI"]
 
@@ -204,9 +204,8 @@ class Edge:
                     what,
                 )
                 if not started:
-                    await problem_response(scope, problem, headers={"Retry-After": retry_after})(
-                        scope, receive, send_with_id
-                    )
+                    response = unavailable_response(scope, problem, retry_after)
+                    await response(scope, receive, send_with_id)
                 return
             log.exception(
                 "unhandled error in %s %s (request %s)",

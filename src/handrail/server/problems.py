@@ -260,13 +260,31 @@ PAGE_HEADERS: Final = {
 
 def _browser_navigation(request: Request) -> bool:
     """A browser opening a page: GET or HEAD, asking for HTML, outside the API."""
-    if request.method not in ("GET", "HEAD"):
-        return False
+    return request.method in ("GET", "HEAD") and _reads_pages(request)
+
+
+def _reads_pages(request: Request) -> bool:
+    """A browser's request outside the API, asking for HTML: a page it opens, or the form of
+    a page it sends (an email link's confirm)."""
     if "text/html" not in request.headers.get("accept", ""):
         return False
-    prefix = getattr(request.app.state, "api_prefix", "/api")
+    app = request.scope.get("app")
+    prefix = getattr(getattr(app, "state", None), "api_prefix", "/api")
     path = request.url.path
     return not (prefix and (path == prefix or path.startswith(prefix + "/")))
+
+
+def unavailable_response(scope: Scope, problem: dict[str, Any], retry_after: str) -> Response:
+    """The 503 of a request that met the storage unavailable, with ``Retry-After``: problem
+    JSON, or for a browser's request outside the API (an email link's page or its confirm) a
+    page that says the same to the person."""
+    headers = {"Retry-After": retry_after}
+    if _reads_pages(Request(scope)):
+        body = f'<p class="muted">{html.escape(str(problem["detail"]))}</p>'
+        return html_page(
+            str(problem["title"]), body, status=503, headers={**PAGE_HEADERS, **headers}
+        )
+    return problem_response(scope, problem, headers=headers)
 
 
 #: The style of those pages: readable on a phone, in the system's dark mode too.
