@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -291,6 +292,45 @@ async def test_a_message_reports_an_uncertain_send_after_the_ask_it_cancels(
     assert ("tool-result", "TOOL_EXECUTION_UNCERTAIN") in kinds
     reported = kinds.index(("tool-result", "TOOL_EXECUTION_UNCERTAIN"))
     assert [r.get("text") for r in rows[reported:] if r["type"] == "user"] == ["never mind"]
+
+
+async def test_approvers_named_after_a_confirmation_was_asked_hold_it(booking: Booking) -> None:
+    """The action's approvers are named after alice was asked to confirm (the server started
+    again with the set changed): her confirmation alone sends nothing; the model reads that it
+    changed, and a new call waits for the approver."""
+    from handrail.actions import compile_action_set
+    from handrail.demo.booking_api import BOOKING_YAML
+
+    ask = await booking.book(time="19:00")
+    text = BOOKING_YAML.read_text(encoding="utf-8")
+    text = text.replace("  - name: book_slot\n", "  - name: book_slot\n    approvers: [bob]\n", 1)
+    text = re.sub(r"(?m)^base_url:.*$", "base_url: " + json.dumps(booking.base_url), text)
+    changed = compile_action_set(text, env={})
+    agent = Agent("concierge", action_sets=[changed])
+    after = Runtime(store=booking.store, agents=agent, model=ScriptedModel())
+    try:
+        assert booking.history_id is not None
+        turn = await after.start_answer(
+            ALICE, booking.history_id, {"toolCallId": ask["toolCallId"], **CONFIRM}
+        )
+        events = [e async for e in turn.stream()]
+        result = next(e["toolResult"] for e in events if "toolResult" in e)["result"]
+        assert "approvers changed" in str(result)
+        assert await booking.posts() == []
+        record = await booking.store.confirmations.get(
+            ask["toolCallId"].removeprefix("confirmation_")
+        )
+        assert record is not None
+        assert record.state == "cancelled"
+        again = await after.start_prompt(
+            ALICE,
+            "call book_slot " + compact({"date": DATE, "time": "19:00"}),
+            history_id=booking.history_id,
+        )
+        asked = next(e["ask"] for e in [e async for e in again.stream()] if "ask" in e)
+        assert asked["approvers"] == ["bob"]
+    finally:
+        await after.aclose()
 
 
 async def test_cancel_and_a_new_message_never_send(booking: Booking) -> None:

@@ -264,7 +264,7 @@ class ApprovalGate(Gate):
             await runner.tool_result(run, call, stale_approval_text(tool.name), is_error=True)
             return
         connection = run.agent.connection_of(tool.name)
-        if not _same_connection(pending, connection) or _rules_grew(run.agent, pending, tool):
+        if not _same_connection(pending, connection) or _rules_grew(run.agent, pending, tool.name):
             # The person approved a call of another connection, or one that waited for
             # fewer approvers than the tool names now: it does not run on this approval.
             await runner.tool_result(run, call, changed_approval_text(tool.name), is_error=True)
@@ -309,10 +309,10 @@ def _same_connection(pending: PendingAsk, connection: ToolSet) -> bool:
     return asked is None or asked == connection.connection_id
 
 
-def _rules_grew(agent: Agent, pending: PendingAsk, tool: Tool) -> bool:
+def _rules_grew(agent: Agent, pending: PendingAsk, tool_name: str) -> bool:
     """Whether the tool now names approvers (or a quorum) that the approval did not wait for:
     they were set after it was asked, and an approval without them runs nothing."""
-    rules = agent.rules_for(tool.name)
+    rules = agent.rules_for(tool_name)
     if not rules.approvers:
         return False
     waited = set(pending.approvers or ())
@@ -636,6 +636,12 @@ class ConfirmationGate(Gate):
         if reason is not None:
             await runner.actions.cancel(pending, reason)
             await runner.deny(run, call, reason)
+            return
+        if _rules_grew(run.agent, pending, call.name):
+            # Approvers were named for the action after it was asked: this confirmation,
+            # which did not wait for them, sends nothing (a new call asks them).
+            await runner.actions.cancel(pending, "changed")
+            await runner.tool_result(run, call, changed_approval_text(call.name), is_error=True)
             return
         edited = edited_arguments(answer.envelope)
         if edited is not None and edited != call.arguments:
