@@ -494,6 +494,40 @@ async def test_a_changed_managed_argument_makes_an_approval_stale(iapi: Api) -> 
     assert tool_results(approved) == ["saved 'release notes' in ws-other"]
 
 
+async def test_an_edit_of_a_managed_argument_is_refused(iapi: Api) -> None:
+    """The person sees the call as it runs, managed arguments included; an edit of one (which
+    would run with the connection's value whatever it says) is a 400 naming the field, and the
+    approval stays pending; an edit of the call's own arguments runs."""
+    saved = await handbook(iapi)
+    level = {"level": "read-only"}
+    assert (
+        await iapi.request("PUT", f"/permissions/{saved['id']}", user="alice", json=level)
+    ).status_code == 200
+    paused = await iapi.say(call("handbook_save", {"text": "release notes"}))
+    ask = paused.ask
+    edit = {"text": "release notes", "workspace_id": "ws-elsewhere"}
+    refused = await iapi.answer(
+        paused.history_id,
+        ask["toolCallId"],
+        {"action": "accept", "content": {"confirmed": True, "arguments": edit}},
+    )
+    assert refused.status == 400
+    fields = refused.problem["fields"]
+    assert [f["path"] for f in fields] == ["content.arguments.workspace_id"]
+    assert "set by the connection" in fields[0]["message"]
+    history = await iapi.history(paused.history_id)
+    assert history["pendingAsk"]["toolCallId"] == ask["toolCallId"]
+    own = {"text": "the real notes", "workspace_id": "ws-releases"}
+    done = await iapi.answer(
+        paused.history_id,
+        ask["toolCallId"],
+        {"action": "accept", "content": {"confirmed": True, "arguments": own}},
+    )
+    assert done.status == 200, done.problem
+    [result] = tool_results(done)
+    assert "saved 'the real notes' in ws-releases" in str(result)
+
+
 TASKS_ACTIONS = """
 id: tasks
 name: Tasks

@@ -68,6 +68,15 @@ def _edit_problems(tool: Tool, arguments: Any) -> list[str]:
     for it)."""
     found = tool.check(arguments)
     bounded = check_arguments(tool.input_schema, arguments, bounds=True)
+    if isinstance(arguments, dict):
+        # An argument the connection sets (from its settings) runs with the connection's value
+        # whatever the edit says: an edit of it would read as done and not be.
+        projected = tool.project(arguments)
+        found += [
+            f"{name}: is set by the connection, so it cannot be edited"
+            for name, value in arguments.items()
+            if name in projected and projected[name] != value
+        ]
     return [*found, *(p for p in bounded if p not in found)]
 
 
