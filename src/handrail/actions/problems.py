@@ -93,7 +93,11 @@ RUNTIME_CODES: Final[MappingProxyType[str, str]] = MappingProxyType(
             "The confirmation was consumed but the outcome was never recorded (a crash "
             "between sending and recording). It is never resent by itself."
         ),
-        "TOOL_TIMEOUT": "No response within `timeout_ms` (after the allowed retries).",
+        "TOOL_TIMEOUT": (
+            "No response within `timeout_ms` (after the allowed retries). For a write whose "
+            "request may have reached the API (the connection was made), the message tells the "
+            "model to check the operation's status with the API before calling again."
+        ),
         "TOOL_REDIRECT_BLOCKED": "The API answered with a redirect; redirects are never followed.",
         "TOOL_SERVER_ERROR": "A 5xx answer (after the allowed retries).",
         "TOOL_CLIENT_ERROR": (
@@ -103,7 +107,8 @@ RUNTIME_CODES: Final[MappingProxyType[str, str]] = MappingProxyType(
         "TOOL_OUTPUT_LIMIT": "The response was larger than `max_response_bytes`.",
         "TOOL_CONNECTION_ERROR": (
             "The API could not be reached, or the connection broke before a whole answer "
-            "(after the allowed retries)."
+            "(after the allowed retries); in the second case a write's message says, as for a "
+            "timeout, to check its status first."
         ),
         "TOOL_SECRET_MISSING": (
             "A secret was not set, or holds a character no HTTP header can carry, when the "
