@@ -688,8 +688,9 @@ def _renamed(call: ToolCall, taken: set[str]) -> ToolCall:
         n += 1
     renamed = f"{base}_{n}"
     log.warning(
-        "the model gave the tool call id %r, which the conversation already holds; it is %r here",
+        "the model gave the tool call id %r, %s; it is %r here",
         call.id,
+        "which the conversation already holds" if call.id else "an empty one",
         renamed,
     )
     return dataclasses.replace(call, id=renamed)

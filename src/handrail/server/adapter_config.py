@@ -43,6 +43,8 @@ _PROCESS_KEYS: Final = ("type", "command", "args", "env", "timeout_s")
 _HTTP_KEYS: Final = ("type", "url", "headers", "payload_template", "timeout_s")
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEADER_NAME: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+#: A header value HTTP can carry: visible ASCII, spaces and tabs only between the visible parts.
+_HEADER_VALUE: Final = re.compile(r"(?:[!-~]+(?:[ \t]+[!-~]+)*)?")
 _EXAMPLE: Final = "{type: process, command: python, args: [agent.py]} or {type: http, url: ...}"
 
 
@@ -95,6 +97,18 @@ def adapter_from_config(value: Any, path: str, agent: str, env: Mapping[str, str
         if not isinstance(name, str) or not _HEADER_NAME.match(name):
             raise ConfigError(f"{where}: not a header name")
         sent[name] = _text_or_secret(one, where, env)
+        if not _HEADER_VALUE.fullmatch(sent[name]):
+            # Never the value itself: it may be a secret.
+            source = (
+                f"the environment variable {one['secret_env']}"
+                if isinstance(one, Mapping)
+                else "the value"
+            )
+            raise ConfigError(
+                f"{where}: {source} is not a value an HTTP header can carry: it must be ASCII "
+                "text without line breaks, and without spaces at either end (a secret read "
+                "from a file often ends in a line break)"
+            )
     template = value.get("payload_template", {})
     if not isinstance(template, Mapping):
         raise ConfigError(f"{path}.payload_template: must be a mapping (a JSON object)")

@@ -45,13 +45,28 @@ def tool_result_text(message: ToolResultMessage) -> str:
     return content if isinstance(content, str) else compact_json(content)
 
 
+def strict_json(text: str) -> Any:
+    """``json.loads`` of JSON as RFC 8259 has it: ``NaN``, ``Infinity`` and ``-Infinity`` are
+    refused (`ValueError`), as is nesting too deep to parse (`RecursionError` becomes
+    `ValueError`), so what it returns can be stored and streamed as JSON."""
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_tool_arguments(raw: str) -> dict[str, Any]:
     """The arguments of a streamed tool call: ``{}`` for no text, the object the text holds, or
-    ``{INVALID_ARGUMENTS_KEY: raw}`` when the text is not a JSON object."""
+    ``{INVALID_ARGUMENTS_KEY: raw}`` when the text is not a JSON object (``NaN`` and nesting
+    too deep to read are not JSON either: `strict_json`)."""
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = strict_json(raw)
     except ValueError:
         return {INVALID_ARGUMENTS_KEY: raw}
     if not isinstance(value, dict):

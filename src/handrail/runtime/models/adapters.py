@@ -53,6 +53,7 @@ import httpx
 from ...connections.child_env import child_environment
 from ...connections.instructions import Snapshot
 from ..messages import ToolCall, messages_to_json
+from ._convert import strict_json
 from .base import (
     ModelError,
     ModelEvent,
@@ -83,6 +84,12 @@ DEFAULT_ADAPTER_TIMEOUT: Final = 120.0
 INSTRUCTIONS_FILE_ENV: Final = "HANDRAIL_CONNECTION_INSTRUCTIONS_FILE"
 #: The most a reply may hold (bytes).
 REPLY_MAX_BYTES: Final = 4 * 1024 * 1024
+#: How much of a process's stderr the log keeps (its last bytes; the rest is read and dropped).
+STDERR_KEPT_BYTES: Final = 2000
+#: Seconds a stopped process's pipes get to reach their end (read and dropped) before the step
+#: gives up waiting for it.
+STOP_GRACE_S: Final = 5.0
+_READ_CHUNK: Final = 65536
 #: How many conversations' sessions one adapter remembers.
 SESSIONS_MAX: Final = 10_000
 _REPLY_KEYS: Final = frozenset({"sessionId", "text", "toolCalls"})
@@ -155,9 +162,10 @@ def parse_reply(data: Any, adapter: str) -> tuple[str | None, bool, str, list[To
             raise wrong(f"{where} has the unknown keys {', '.join(extra)}")
         call_id, name = raw.get("id"), raw.get("name")
         arguments = raw.get("arguments", {})
-        if not isinstance(call_id, str) or not call_id:
-            raise wrong(f"{where}.id is not a non-empty string")
-        if call_id in seen:
+        if not isinstance(call_id, str):
+            raise wrong(f"{where}.id is not a string")
+        # An empty id is given the next free one by the runtime, as a repeated one is.
+        if call_id and call_id in seen:
             raise wrong(f"{where}.id {call_id!r} is used twice")
         seen.add(call_id)
         if not isinstance(name, str) or not name:
@@ -240,8 +248,9 @@ class _Adapter(abc.ABC):
         body = step_request(request, offered)
         raw = await self._exchange(body, request.connection_instructions)
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = strict_json(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
+            # NaN, Infinity and nesting too deep to read are not JSON either (`strict_json`).
             raise AdapterError(
                 f"The {self.label} answered something that is not JSON. It must answer one "
                 "JSON object, the step reply (see docs/reference/adapters.md)."
@@ -298,31 +307,49 @@ class HttpAdapter(_Adapter):
         return out
 
     async def _exchange(self, body: dict[str, Any], snapshot: Snapshot | None) -> bytes:
+        # `timeout_s` is the whole step's: httpx's own timeout is per read, so a reply sent a
+        # byte at a time would never time out.
         try:
-            response = await self._client.post(
-                self.url, json=self.payload(body), headers=self._headers
-            )
-        except httpx.TimeoutException:
+            async with asyncio.timeout(self.timeout_s):
+                return await self._post(body)
+        except (TimeoutError, httpx.TimeoutException):
             raise AdapterError(
                 f"The {self.label} did not answer within {self.timeout_s:g} seconds. Make it "
                 "answer sooner, or raise its timeout_s."
             ) from None
+
+    async def _post(self, body: dict[str, Any]) -> bytes:
+        """The reply's bytes, read no further than `REPLY_MAX_BYTES`."""
+        try:
+            async with self._client.stream(
+                "POST", self.url, json=self.payload(body), headers=self._headers
+            ) as response:
+                if response.status_code != 200:
+                    raise AdapterError(
+                        f"The {self.label} answered HTTP {response.status_code}; it must answer "
+                        "200 with the step reply as JSON. Its own log says why."
+                    )
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > REPLY_MAX_BYTES:
+                    raise self._too_large()
+                content = bytearray()
+                async for chunk in response.aiter_bytes():
+                    content += chunk
+                    if len(content) > REPLY_MAX_BYTES:
+                        raise self._too_large()
+                return bytes(content)
+        except httpx.TimeoutException:
+            raise
         except httpx.HTTPError as exc:
             raise AdapterError(
                 f"The {self.label} could not be reached ({type(exc).__name__}). Check that it "
                 "runs and that its url is right."
             ) from None
-        if response.status_code != 200:
-            raise AdapterError(
-                f"The {self.label} answered HTTP {response.status_code}; it must answer 200 "
-                "with the step reply as JSON. Its own log says why."
-            )
-        if len(response.content) > REPLY_MAX_BYTES:
-            raise AdapterError(
-                f"The {self.label} answered more than {REPLY_MAX_BYTES} bytes; keep a reply "
-                "smaller."
-            )
-        return response.content
+
+    def _too_large(self) -> AdapterError:
+        return AdapterError(
+            f"The {self.label} answered more than {REPLY_MAX_BYTES} bytes; keep a reply smaller."
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -398,40 +425,106 @@ class ProcessAdapter(_Adapter):
                 f"The {self.label} could not be started ({exc.strerror or type(exc).__name__}). "
                 "Check its command and that it may be run."
             ) from None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        # Read as it comes, so that neither pipe fills up, and never more than the reply's cap
+        # (stdout) or the log's (stderr): a process that writes without end cannot fill memory.
+        out = asyncio.ensure_future(_read_up_to(process.stdout, REPLY_MAX_BYTES))
+        err = asyncio.ensure_future(_read_tail(process.stderr, STDERR_KEPT_BYTES))
+        stdout = stderr = b""
+        finished = False
         try:
             async with asyncio.timeout(self.timeout_s):
-                stdout, stderr = await process.communicate(stdin)
+                await _feed(process.stdin, stdin)
+                stdout = await out
+                if len(stdout) > REPLY_MAX_BYTES:
+                    raise AdapterError(
+                        f"The {self.label} wrote more than {REPLY_MAX_BYTES} bytes; keep a "
+                        "reply smaller."
+                    )
+                stderr = await err
+                await process.wait()
+            finished = True
         except TimeoutError:
-            _kill(process)
-            await process.wait()
             raise AdapterError(
                 f"The {self.label} did not finish within {self.timeout_s:g} seconds, so it was "
                 "stopped. Make it answer sooner, or raise its timeout_s."
             ) from None
-        except BaseException:
-            _kill(process)
-            with contextlib.suppress(Exception):
-                await process.wait()
-            raise
+        finally:
+            if not finished:
+                await _stop(process, (out, err), self.label)
         if stderr:
-            log.warning(
-                "%s wrote to stderr: %s", self.label, stderr[-2000:].decode(errors="replace")
-            )
+            log.warning("%s wrote to stderr: %s", self.label, stderr.decode(errors="replace"))
         if process.returncode != 0:
             raise AdapterError(
                 f"The {self.label} exited with status {process.returncode}; it must exit 0 "
                 "after writing the step reply to stdout. The server log has its stderr."
             )
-        if len(stdout) > REPLY_MAX_BYTES:
-            raise AdapterError(
-                f"The {self.label} wrote more than {REPLY_MAX_BYTES} bytes; keep a reply smaller."
-            )
         return stdout
 
 
+async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    """Write the step request and close stdin; a process that does not read it is no error."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(data)
+        await stdin.drain()
+    stdin.close()
+
+
+async def _read_up_to(stream: asyncio.StreamReader, limit: int) -> bytes:
+    """What `stream` holds up to its end, or a little more than `limit` bytes (then it stops
+    reading)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await stream.read(_READ_CHUNK)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+async def _read_tail(stream: asyncio.StreamReader, keep: int) -> bytes:
+    """The last `keep` bytes of `stream`, read to its end."""
+    tail = b""
+    while chunk := await stream.read(_READ_CHUNK):
+        tail = (tail + chunk)[-keep:]
+    return tail
+
+
+async def _stop(
+    process: asyncio.subprocess.Process, readers: Sequence[asyncio.Future[bytes]], label: str
+) -> None:
+    """Stop a step's process that did not finish (a timeout, a reply too large, a cancelled
+    turn): kill it and its children, then read what is left in its pipes until they end (a pipe
+    nobody reads would keep `wait` from ever returning), for at most `STOP_GRACE_S`."""
+    _kill(process)
+    for reader in readers:
+        reader.cancel()
+    # Each reader has let go of its stream before it is read here (a stream takes one reader).
+    await asyncio.gather(*readers, return_exceptions=True)
+    waited = False
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(STOP_GRACE_S):
+            for stream in (process.stdout, process.stderr):
+                while stream is not None and await stream.read(_READ_CHUNK):
+                    pass
+            await process.wait()
+            waited = True
+    if not waited:
+        log.warning(
+            "the %s was stopped, but its pipes were still open after %g seconds (a program it "
+            "started in a session of its own may hold them)",
+            label,
+            STOP_GRACE_S,
+        )
+
+
 def _kill(process: asyncio.subprocess.Process) -> None:
-    """Stop the process and any children it started (its own session)."""
-    if process.returncode is not None:
-        return
+    """Stop the process and any children it started (its own session, whose group keeps the
+    process's id while any of them runs): also when the process itself has exited already, since
+    a child it left behind may still run."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
