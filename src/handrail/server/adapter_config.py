@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..actions.prepare import unsendable_in_header
 from ..errors import ConfigError
 from ..runtime.models.adapters import (
     ADAPTER_TYPES,
@@ -43,8 +44,6 @@ _PROCESS_KEYS: Final = ("type", "command", "args", "env", "timeout_s")
 _HTTP_KEYS: Final = ("type", "url", "headers", "payload_template", "timeout_s")
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEADER_NAME: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-#: A header value HTTP can carry: visible ASCII, spaces and tabs only between the visible parts.
-_HEADER_VALUE: Final = re.compile(r"(?:[!-~]+(?:[ \t]+[!-~]+)*)?")
 _EXAMPLE: Final = "{type: process, command: python, args: [agent.py]} or {type: http, url: ...}"
 
 
@@ -97,7 +96,10 @@ def adapter_from_config(value: Any, path: str, agent: str, env: Mapping[str, str
         if not isinstance(name, str) or not _HEADER_NAME.match(name):
             raise ConfigError(f"{where}: not a header name")
         sent[name] = _text_or_secret(one, where, env)
-        if not _HEADER_VALUE.fullmatch(sent[name]):
+        # A value HTTP can carry (`unsendable_in_header`, as a prepared action's), with no
+        # spaces at either end: those are not part of a header's value.
+        text = sent[name]
+        if unsendable_in_header(text) is not None or text != text.strip(" \t"):
             # Never the value itself: it may be a secret.
             source = (
                 f"the environment variable {one['secret_env']}"
